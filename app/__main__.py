@@ -1,0 +1,5 @@
+"""`python -m app` is `orchestrate`."""
+
+from app.cli import main
+
+main()

@@ -1,0 +1,99 @@
+"""The `orchestrate` command line.
+
+Subcommands are imported lazily so that a one-shot `orchestrate publish` run by
+an agent never pays for Textual, libtmux or Spark imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from app.settings import Settings, find_state_dir
+
+# command name -> "module:attribute"; each module is imported only when used.
+LAZY_COMMANDS: dict[str, str] = {
+    "msg": "app.commands.msg:msg",
+    "export": "app.commands.msg:export",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it is invoked."""
+
+    def __init__(self, *args: Any, lazy_commands: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands:
+            module_name, attribute = self.lazy_commands[cmd_name].split(":")
+            command: click.Command = getattr(importlib.import_module(module_name), attribute)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy_commands=LAZY_COMMANDS)
+@click.option(
+    "--state-dir",
+    "--registry-dir",
+    "state_dir",
+    metavar="DIR",
+    help="State directory (default: $ORCHESTRATE_HOME, else the nearest .orchestrate/).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log debug detail on stderr.")
+@click.version_option(package_name="orchestrate")
+@click.pass_context
+def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
+    """orchestrate: a control room for coding agents running in tmux."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="orchestrate: %(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = Settings(
+        state_dir=find_state_dir(state_dir),
+        busy_timeout_ms=int(os.environ.get("ORCHESTRATE_BUSY_TIMEOUT_MS", "5000")),
+    )
+
+
+def domain_errors() -> tuple[type[Exception], ...]:
+    """The error types a command turns into one line on stderr and an exit code."""
+    from bus.errors import BusError
+
+    types: list[type[Exception]] = [BusError]
+    try:
+        from registry.errors import RegistryError
+    except ImportError:  # registry not built yet
+        pass
+    else:
+        types.append(RegistryError)
+    return tuple(types)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning domain errors into `orchestrate: <reason>`."""
+    try:
+        cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("orchestrate: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except domain_errors() as exc:
+        click.echo(f"orchestrate: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 1))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)

@@ -1,0 +1,1 @@
+"""One module per `orchestrate` command group, imported only when that command runs."""

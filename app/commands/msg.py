@@ -1,0 +1,162 @@
+"""`orchestrate msg send/poll/ack/follow` and `orchestrate export`: the SQLite bus by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.settings import Settings
+from bus.errors import InvalidPayload
+from bus.messages import Bus, Outgoing
+
+
+def default_agent() -> str:
+    """Who "I" am on the bus: the job a pane runs for, else the control room ("hq")."""
+    return os.environ.get("ORCHESTRATE_JOB") or "hq"
+
+
+def open_bus(settings: Settings) -> Bus:
+    from bus.db import BusDB
+
+    return Bus(BusDB(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms))
+
+
+def parse_payload(text: str | None) -> Any:
+    """A payload argument: JSON text, or ``@path`` to a JSON file."""
+    if text is None:
+        return None
+    source = "payload"
+    if text.startswith("@"):
+        path = Path(text[1:])
+        source = f"payload file {path}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidPayload(f"cannot read {source}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidPayload(f"{source} is not UTF-8 text") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidPayload(f"{source} is not valid JSON: {exc}") from exc
+
+
+def emit(record: dict[str, Any]) -> None:
+    """One JSON line on stdout, flushed so pipes see it at once."""
+    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+@click.group()
+def msg() -> None:
+    """Send, poll, acknowledge and follow messages on the SQLite bus."""
+
+
+@msg.command()
+@click.argument("type_")
+@click.argument("payload", required=False)
+@click.option("--to", "to_agent", metavar="AGENT", help="Recipient (default: broadcast).")
+@click.option(
+    "--from", "from_agent", metavar="AGENT", help="Sender (default: $ORCHESTRATE_JOB or hq)."
+)
+@click.option("--correlation-id", metavar="ID", help="Task or job this message is about.")
+@click.option("--reply-to", "in_reply_to", metavar="ID", help="Message id this answers.")
+@click.option(
+    "--id", "msg_id", metavar="ID", help="Message id (retries with the same id are no-ops)."
+)
+@click.pass_obj
+def send(
+    settings: Settings,
+    type_: str,
+    payload: str | None,
+    to_agent: str | None,
+    from_agent: str | None,
+    correlation_id: str | None,
+    in_reply_to: str | None,
+    msg_id: str | None,
+) -> None:
+    """Publish a message of TYPE with a JSON PAYLOAD (or @file.json)."""
+    body = parse_payload(payload)
+    bus = open_bus(settings)
+    if to_agent is not None:
+        bus.check_recipient(to_agent, also_known=_registry_names(bus))
+    message = Outgoing(
+        type=type_,
+        from_agent=from_agent or default_agent(),
+        payload=body,
+        to_agent=to_agent,
+        correlation_id=correlation_id,
+        in_reply_to=in_reply_to,
+        **({"id": msg_id} if msg_id else {}),
+    )
+    result = bus.publish(message)
+    emit({"seq": result.seq, "id": result.id, "duplicate": result.duplicate})
+
+
+def _registry_names(bus: Bus) -> set[str]:
+    """Job ids and session labels are valid recipients even before they speak."""
+    try:
+        from registry.names import known_names
+    except ImportError:
+        return set()
+    return known_names(bus)
+
+
+@msg.command()
+@click.option("--agent", metavar="ID", help="Reader (default: $ORCHESTRATE_JOB or hq).")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
+@click.pass_obj
+def poll(settings: Settings, agent: str | None, limit: int) -> None:
+    """Print unacknowledged messages as JSON lines (does not move the cursor)."""
+    for message in open_bus(settings).poll(agent or default_agent(), limit=limit):
+        emit(message.to_dict())
+
+
+@msg.command()
+@click.argument("seq", type=int)
+@click.option("--agent", metavar="ID", help="Reader (default: $ORCHESTRATE_JOB or hq).")
+@click.pass_obj
+def ack(settings: Settings, seq: int, agent: str | None) -> None:
+    """Acknowledge everything up to SEQ after processing it (never moves back)."""
+    reader = agent or default_agent()
+    emit({"agent": reader, "last_acked_seq": open_bus(settings).ack(reader, seq)})
+
+
+@msg.command()
+@click.option("--task", metavar="ID", help="Only messages about this task/job.")
+@click.option("--since", type=click.IntRange(min=0), help="Start after this seq (default: now).")
+@click.option("--count", type=click.IntRange(min=1), help="Exit after this many messages.")
+@click.pass_obj
+def follow(settings: Settings, task: str | None, since: int | None, count: int | None) -> None:
+    """Tail the bus as JSON lines, like tail -f (stateless: no cursor moves)."""
+    click.echo(f"following {settings.db_path} (Ctrl-C to stop)", err=True)
+    seen = 0
+    try:
+        for message in open_bus(settings).follow(after_seq=since, task=task):
+            emit(message.to_dict())
+            seen += 1
+            if count is not None and seen >= count:
+                break
+    except KeyboardInterrupt:
+        pass
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Target file (default: <state>/export/bus.jsonl).",
+)
+@click.pass_obj
+def export(settings: Settings, out: Path | None) -> None:
+    """Append bus messages not yet exported to a JSONL file."""
+    from bus.export import export_jsonl
+
+    target = out or settings.state_dir / "export" / "bus.jsonl"
+    written = export_jsonl(open_bus(settings), target)
+    click.echo(f"exported {written} message(s) to {target}", err=True)

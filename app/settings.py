@@ -1,0 +1,43 @@
+"""Where orchestrate keeps its state, resolved once per command and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR_NAME = ".orchestrate"
+
+
+def find_state_dir(
+    flag: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Path:
+    """The state directory: --state-dir, else ORCHESTRATE_HOME, else the nearest
+    `.orchestrate/` walking up from cwd (as git finds `.git`), else a new one in cwd.
+
+    Always absolute, so panes started elsewhere reach the same registry.
+    """
+    env = os.environ if env is None else env
+    cwd = (cwd or Path.cwd()).resolve()
+    if flag:
+        return Path(flag).expanduser().resolve()
+    if env.get("ORCHESTRATE_HOME"):
+        return Path(env["ORCHESTRATE_HOME"]).expanduser().resolve()
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / STATE_DIR_NAME
+        if candidate.is_dir():
+            return candidate
+    return cwd / STATE_DIR_NAME
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a command needs to know about its environment."""
+
+    state_dir: Path
+    busy_timeout_ms: int = 5000
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "state.db"

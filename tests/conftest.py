@@ -1,0 +1,64 @@
+"""Fixtures shared by every test tier: an isolated state directory and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh state directory, also exported as ORCHESTRATE_HOME for subprocesses."""
+    directory = tmp_path / "state"
+    monkeypatch.setenv("ORCHESTRATE_HOME", str(directory))
+    monkeypatch.delenv("ORCHESTRATE_JOB", raising=False)
+    for name in ("MQTT_BROKER", "MQTT_PORT", "MQTT_TLS", "MQTT_USERNAME", "MQTT_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    yield directory
+
+
+@dataclass
+class Result:
+    """What a real `orchestrate` process did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(
+    *args: str,
+    state_dir: Path | None = None,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Result:
+    """Run `orchestrate ARGS` as a real subprocess (the way a user or agent does)."""
+    full_env = {**os.environ, **(env or {})}
+    if state_dir is not None:
+        full_env["ORCHESTRATE_HOME"] = str(state_dir)
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli(state_dir: Path):  # type: ignore[no-untyped-def]
+    """`cli("msg", "poll")` runs orchestrate against this test's state dir."""
+
+    def invoke(*args: str, **kwargs: object) -> Result:
+        return run_cli(*args, state_dir=state_dir, **kwargs)  # type: ignore[arg-type]
+
+    return invoke
