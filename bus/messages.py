@@ -19,9 +19,10 @@ from bus.db import BusDB, now_ms, transaction, translate
 from bus.errors import BusError, InvalidPayload, UnknownAgent
 
 BROADCAST = None  # to_agent NULL: every reader sees it
+_decode = json.JSONDecoder().decode  # skips json.loads' per-call type dispatch
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message:
     """One row of ``messages`` with its payload decoded (or the reason it could not be)."""
 
@@ -56,7 +57,7 @@ class Message:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outgoing:
     """A message to publish; ``id`` defaults to a fresh UUID."""
 
@@ -98,9 +99,11 @@ def _row_values(message: Outgoing, blobs: BlobStore, ts_ms: int) -> tuple[Any, .
     payload_ref: str | None = None
     if message.payload is not None:
         payload_text = encode_payload(message.payload)
-        data = payload_text.encode("utf-8")
-        if len(data) > INLINE_LIMIT:
-            payload_ref, payload_text = blobs.save(data), None
+        # UTF-8 never has fewer bytes than characters: short text needs no encode.
+        if len(payload_text) > INLINE_LIMIT // 4:
+            data = payload_text.encode("utf-8")
+            if len(data) > INLINE_LIMIT:
+                payload_ref, payload_text = blobs.save(data), None
     return (
         message.id,
         ts_ms,
@@ -131,31 +134,28 @@ def insert_message(
     return Published(message.id, int(cursor.lastrowid or 0), duplicate=False)
 
 
-def row_to_message(row: sqlite3.Row, blobs: BlobStore) -> Message:
-    """Decode a stored row; a missing blob or bad JSON becomes ``payload_error``."""
+_COLUMNS = (
+    "seq, id, ts_ms, from_agent, to_agent, type, correlation_id, in_reply_to, payload, payload_ref"
+)
+
+
+def row_to_message(row: sqlite3.Row | tuple[Any, ...], blobs: BlobStore) -> Message:
+    """Decode a stored row (columns in ``_COLUMNS`` order); a missing blob or bad
+    JSON becomes ``payload_error`` instead of an exception."""
+    seq, msg_id, ts_ms, sender, recipient, type_, correlation, reply_to, text, ref = row
     payload: Any = None
     error: str | None = None
     try:
-        if row["payload_ref"]:
-            payload = json.loads(blobs.load(row["payload_ref"]))
-        elif row["payload"] is not None:
-            payload = json.loads(row["payload"])
+        if ref:
+            payload = json.loads(blobs.load(ref))
+        elif text is not None:
+            payload = _decode(text)
     except BlobMissing:
         error = "blob_missing"
     except (ValueError, UnicodeDecodeError):
         error = "decode_failed"
     return Message(
-        seq=row["seq"],
-        id=row["id"],
-        ts_ms=row["ts_ms"],
-        from_agent=row["from_agent"],
-        to_agent=row["to_agent"],
-        type=row["type"],
-        correlation_id=row["correlation_id"],
-        in_reply_to=row["in_reply_to"],
-        payload=payload,
-        payload_ref=row["payload_ref"],
-        payload_error=error,
+        seq, msg_id, ts_ms, sender, recipient, type_, correlation, reply_to, payload, ref, error
     )
 
 
@@ -191,11 +191,11 @@ class Bus:
     ) -> list[Message]:
         """Messages with seq > after_seq (optionally about one task), oldest first."""
         if task is None:
-            sql = "SELECT * FROM messages WHERE seq > ? ORDER BY seq LIMIT ?"
+            sql = f"SELECT {_COLUMNS} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?"
             params: tuple[Any, ...] = (after_seq, limit)
         else:
             sql = (
-                "SELECT * FROM messages WHERE seq > ? AND (correlation_id = ? "
+                f"SELECT {_COLUMNS} FROM messages WHERE seq > ? AND (correlation_id = ? "
                 "OR from_agent = ? OR to_agent = ?) ORDER BY seq LIMIT ?"
             )
             params = (after_seq, task, task, task, limit)
@@ -214,7 +214,8 @@ class Bus:
         Does not move the cursor: call ``ack`` after processing.
         """
         rows = self._read(
-            "SELECT * FROM messages WHERE seq > ? AND (to_agent IS NULL OR to_agent = ?) "
+            f"SELECT {_COLUMNS} FROM messages WHERE seq > ? "
+            "AND (to_agent IS NULL OR to_agent = ?) "
             "ORDER BY seq LIMIT ?",
             (self.cursor(agent), agent, limit),
         ).fetchall()
@@ -294,6 +295,8 @@ class Bus:
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
         try:
-            return self.db.conn.execute(sql, params)
+            cursor = self.db.conn.cursor()
+            cursor.row_factory = None  # plain tuples: decoding is the hot path of poll
+            return cursor.execute(sql, params)
         except sqlite3.Error as exc:
             raise translate(exc, self.db.path) from exc
