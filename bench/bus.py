@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bus import claims  # noqa: E402
-from bus.db import BusDB, connect, now_ms  # noqa: E402
-from bus.messages import Bus, Outgoing  # noqa: E402
+from bus import claims
+from bus.db import BusDB, connect, now_ms
+from bus.messages import Bus, Outgoing
 
 PRAGMAS = (
     "PRAGMA busy_timeout = 5000",
@@ -49,7 +49,10 @@ def fresh(tmp: Path, name: str) -> Path:
 
 
 PAYLOAD = {"progress": 0.5, "step": "tests"}
-INSERT = "INSERT INTO messages (id, ts_ms, from_agent, to_agent, type, payload) VALUES (?, ?, ?, ?, ?, ?)"
+INSERT = (
+    "INSERT INTO messages (id, ts_ms, from_agent, to_agent, type, payload) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 def bench_publish(tmp: Path, n: int) -> tuple[float, float]:
@@ -310,7 +313,7 @@ def main() -> None:
             )
             rows.append(
                 (
-                    f"  same, vs litequeue pop+done",
+                    "  same, vs litequeue pop+done",
                     f"{c['ours']:,.0f}",
                     f"litequeue {c['litequeue']:,.0f}",
                     ratio(c["ours"], c["litequeue"]),
@@ -329,12 +332,12 @@ def main() -> None:
 
     width = [max(len(r[i]) for r in rows) for i in range(4)]
     header = ("measure", "orchestrate", "baseline", "ratio")
-    width = [max(w, len(h)) for w, h in zip(width, header)]
+    width = [max(w, len(h)) for w, h in zip(width, header, strict=False)]
     print(f"cpus={os.cpu_count()} python={sys.version.split()[0]} sqlite={sqlite3.sqlite_version}")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, width)))
+    print(" | ".join(h.ljust(w) for h, w in zip(header, width, strict=False)))
     print("-+-".join("-" * w for w in width))
     for row in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, width)))
+        print(" | ".join(c.ljust(w) for c, w in zip(row, width, strict=False)))
 
 
 if __name__ == "__main__":
