@@ -20,6 +20,7 @@ from app.settings import Settings, find_state_dir
 LAZY_COMMANDS: dict[str, str] = {
     "msg": "app.commands.msg:msg",
     "export": "app.commands.msg:export",
+    "watch": "app.commands.watch:watch",
 }
 
 

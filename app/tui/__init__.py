@@ -1,0 +1,1 @@
+"""The control room TUI: `orchestrate watch`."""

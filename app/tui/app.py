@@ -1,0 +1,262 @@
+"""ControlRoomApp: the `orchestrate watch` application."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App
+from textual.command import CommandPalette
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
+from app.tui.mailbox import DeltaMailbox
+from app.tui.screens.confirm import ConfirmScreen
+from app.tui.screens.help import HelpScreen
+from app.tui.screens.history import HistoryScreen
+from app.tui.screens.job_detail import JobDetailScreen
+from app.tui.screens.main import MainScreen
+from app.tui.screens.new_job import NewJobRequest, NewJobScreen
+from app.tui.screens.stop_session import StopSessionScreen
+from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, StopMode
+
+COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
+MAX_BACKOFF_S = 5.0
+
+
+class ControlRoomApp(App[None]):
+    """Live jobs, sessions and events; every source call runs in a thread worker."""
+
+    CSS_PATH = "control_room.tcss"
+    TITLE = "orchestrate"
+    BINDINGS = BINDINGS
+    COMMANDS = App.COMMANDS | {ControlRoomCommands}
+
+    class DeltaReady(Message):
+        """Doorbell from the poller: a delta waits in the mailbox."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ControlRoomApp.DeltaReady)
+
+    class SourceFailed(Message):
+        """The source raised while polling (locked or corrupt db, broker down)."""
+
+        def __init__(self, error: Exception) -> None:
+            super().__init__()
+            self.error = error
+
+    class LogPath(Message):
+        """Where the selected job's pane log is, for the split tail."""
+
+        def __init__(self, job_id: str, path: Path | None) -> None:
+            super().__init__()
+            self.job_id = job_id
+            self.path = path
+
+    def __init__(
+        self,
+        source: ControlRoomSource,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        poll_interval_s: float = 0.15,
+        age_refresh_s: float = 2.0,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.poll_interval_s = poll_interval_s
+        self.age_refresh_s = age_refresh_s
+        self.main = MainScreen()
+        self.polls_applied = 0  # deltas drawn so far; tests wait on it
+        self._mailbox = DeltaMailbox()
+
+    def get_default_screen(self) -> Screen[Any]:
+        return self.main
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._poll)  # once the main screen's widgets exist
+        self.set_interval(self.age_refresh_s, lambda: self.main.refresh_ages(self.clock()))
+
+    # -- polling ------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="poll", description="Polling the registry")
+    def _poll(self) -> None:
+        worker = get_current_worker()
+        cursor, failure, backoff_s = 0, "", self.poll_interval_s
+        previous: Delta | None = None
+        while not worker.is_cancelled:
+            try:
+                delta = self.source.poll(cursor)
+            except SOURCE_ERRORS as error:
+                if str(error) != failure:  # one notice per distinct failure, not per poll
+                    failure = str(error)
+                    self.post_message(self.SourceFailed(error))
+                time.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+                continue
+            failure, backoff_s = "", self.poll_interval_s
+            cursor = delta.cursor
+            unchanged = previous is not None and not (
+                delta.jobs or delta.removed_job_ids or delta.events
+            )
+            if unchanged and (delta.snapshot, delta.sessions) == (
+                previous.snapshot,  # type: ignore[union-attr]
+                previous.sessions,  # type: ignore[union-attr]
+            ):
+                time.sleep(self.poll_interval_s)
+                continue
+            previous = delta
+            if self._mailbox.put(delta):
+                self.post_message(self.DeltaReady())
+            time.sleep(self.poll_interval_s)
+
+    def on_control_room_app_delta_ready(self) -> None:
+        delta = self._mailbox.take()
+        if delta is not None:
+            self.main.apply_delta(delta, self.clock())
+            self.polls_applied += 1
+
+    def on_control_room_app_source_failed(self, message: SourceFailed) -> None:
+        self.notify(f"Registry unavailable: {message.error}", severity="error", timeout=8)
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """The one place worker errors become visible; the app keeps running."""
+        if event.state != WorkerState.ERROR:
+            return
+        worker = event.worker
+        self.notify(f"{worker.description or worker.name}: {worker.error}", severity="error")
+        if worker.group == "poll":  # never leave the control room without live data
+            self.set_timer(MAX_BACKOFF_S, self._poll)
+
+    # -- source calls in workers ---------------------------------------------
+    def _call(self, description: str, done: str, method: str, *args: object) -> None:
+        """Run `source.<method>(*args)` in a thread worker; notify `done` on success."""
+
+        def call() -> None:
+            result = getattr(self.source, method)(*args)
+            self.call_from_thread(self.notify, done.format(result=result))
+
+        self.run_worker(call, thread=True, exit_on_error=False, description=description)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # keys of the main screens must not fire from under a modal or the palette
+        under_modal = isinstance(self.screen, ModalScreen | CommandPalette)
+        return not (action in COMMAND_ACTIONS and under_modal)
+
+    def _selected_job(self) -> str | None:
+        job_id: str | None = getattr(self.screen, "selected_job_id", None)
+        if job_id is None:
+            self.notify("Select a job first", severity="warning")
+        return job_id
+
+    def action_open_job(self) -> None:
+        if isinstance(self.screen, MainScreen) and (job_id := self._selected_job()):
+            self.push_screen(JobDetailScreen(self.source, job_id))
+
+    def action_new_job(self) -> None:
+        labels = self.main.session_labels
+        default = getattr(self.screen, "selected_session", None) or (labels[0] if labels else "")
+
+        def submit(request: NewJobRequest | None) -> None:
+            if request is not None:
+                args = (request.prompt, request.agent, request.agent_session)
+                self._call("Submitting job", "Submitted job {result}", "submit", *args)
+
+        self.push_screen(NewJobScreen(session=default, sessions=labels), submit)
+
+    def action_cancel_job(self) -> None:
+        if not (job_id := self._selected_job()):
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._call(f"Cancelling {job_id}", f"Cancelled job {job_id}", "cancel", job_id)
+
+        question = f"Cancel job {job_id}? Its agent stops working on it."
+        self.push_screen(ConfirmScreen(question, "Cancel job"), confirmed)
+
+    def action_resume_job(self) -> None:
+        if job_id := self._selected_job():
+            self._call(f"Resuming {job_id}", f"Resumed job {job_id}", "resume", job_id)
+
+    def action_stop_session(self) -> None:
+        label: str | None = getattr(self.screen, "selected_session", None)
+        if not label:
+            self.notify("Select a job or session first", severity="warning")
+            return
+
+        def chosen(mode: StopMode | None) -> None:
+            if mode is None:
+                return
+
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    done = f"Stopped session {label} ({mode})"
+                    self._call(f"Stopping {label}", done, "stop_session", label, mode)
+
+            question = f"Stop session {label} ({mode})?"
+            self.push_screen(ConfirmScreen(question, "Stop session"), confirmed)
+
+        self.push_screen(StopSessionScreen(label), chosen)
+
+    def action_answer(self, yes: bool) -> None:
+        if not (job_id := self._selected_job()):
+            return
+        job = self.main.query_one("#jobs").jobs.get(job_id)  # type: ignore[attr-defined]
+        if job is not None and not job.waiting_permission:
+            self.notify(f"Job {job_id} is not waiting for an answer", severity="warning")
+            return
+        answer = "yes" if yes else "no"
+        self._call(f"Answering {job_id}", f"Answered {answer} to {job_id}", "answer", job_id, yes)
+
+    def action_toggle_log(self) -> None:
+        if isinstance(self.screen, JobDetailScreen):
+            self.screen.query_one("#detail-tail").toggle_class("-hidden")
+        elif isinstance(self.screen, MainScreen):
+            if self.main.log_open:
+                self.main.hide_log()
+            elif job_id := self._selected_job():
+                self._find_log(job_id)
+
+    @work(thread=True, exit_on_error=False, description="Finding the pane log")
+    def _find_log(self, job_id: str) -> None:
+        self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
+
+    def on_control_room_app_log_path(self, message: LogPath) -> None:
+        self.main.show_log(message.job_id, message.path)
+
+    def action_tmux_split(self) -> None:
+        if job_id := self._selected_job():
+            done = f"Opened the tmux control-room split for {job_id}"
+            self._call("Opening tmux split", done, "open_control_room_split", job_id)
+
+    def action_history(self) -> None:
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen())
+
+    def _to_main(self) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def action_filter(self) -> None:
+        self._to_main()
+        self.main.open_filter()
+
+    def action_command_mode(self) -> None:
+        self._to_main()
+        self.main.open_command_bar()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        else:
+            self.main.back()

@@ -1,0 +1,295 @@
+"""An in-memory source: demo agents for `watch --demo`, screenshots and TUI tests.
+
+It keeps jobs, sessions and a bus of events in plain dicts and applies the same
+state machine as the registry, so every action in the control room has a visible
+effect without SQLite or tmux.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from app.tui.source import (
+    JOB_STATUSES,
+    Delta,
+    EventRow,
+    JobDetail,
+    JobRow,
+    SessionRow,
+    Snapshot,
+    StopMode,
+)
+from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
+
+FIXED_NOW = datetime(2025, 1, 15, 12, 0, 0, tzinfo=UTC)
+STOP_STATES = {"graceful": "stopped", "soft": "archived", "hard": "terminated"}
+
+
+class InMemorySource:
+    """A thread-safe, in-memory `ControlRoomSource`; `clock` makes it deterministic."""
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.jobs: dict[str, JobRow] = {}
+        self.prompts: dict[str, str] = {}
+        self.sessions: dict[str, SessionRow] = {}
+        self.events: list[tuple[int, EventRow]] = []  # (bus seq, event with its job seq)
+        self.job_seq: dict[str, int] = {}
+        self.pane_logs: dict[str, Path] = {}
+        self.removed: list[tuple[int, str]] = []  # (bus seq at removal, job_id)
+        self.changed_at: dict[str, int] = {}  # job_id -> bus seq of its last change
+        self.broker_state: Any = "none"
+        self.seq = 0
+        self.lock = threading.RLock()
+
+    # -- building state -------------------------------------------------
+    def add_job(self, job: JobRow, prompt: str = "") -> None:
+        with self.lock:
+            self.jobs[job.job_id] = job
+            self.prompts[job.job_id] = prompt
+            self.changed_at[job.job_id] = self.seq
+
+    def add_session(self, session: SessionRow) -> None:
+        with self.lock:
+            self.sessions[session.label] = session
+
+    def emit(self, job_id: str, event: str, detail: str = "", *, skip: int = 0) -> None:
+        """Append an event to the bus and move the job as the registry would;
+        `skip` leaves a gap of that many lost events in the job's seq."""
+        with self.lock:
+            self.seq += 1
+            now = self.clock()
+            job_seq = self.job_seq.get(job_id, 0) + 1 + skip
+            self.job_seq[job_id] = job_seq
+            self.events.append((self.seq, EventRow(job_seq, now, job_id, event, detail)))
+            job = self.jobs[job_id]
+            status = {"started": "running", "completed": "completed", "error": "error"}.get(
+                event, job.status
+            )
+            self._put(
+                replace(
+                    job,
+                    status=status,  # type: ignore[arg-type]
+                    updated_at=now,
+                    last_event=event,
+                    progress_detail=detail or job.progress_detail,
+                    waiting_permission=event == "permission_required",
+                )
+            )
+
+    def delete_job(self, job_id: str) -> None:
+        with self.lock:
+            self.jobs.pop(job_id, None)
+            self.seq += 1
+            self.removed.append((self.seq, job_id))
+
+    def _put(self, job: JobRow) -> None:
+        self.jobs[job.job_id] = job
+        self.changed_at[job.job_id] = self.seq
+
+    def _job(self, job_id: str) -> JobRow:
+        try:
+            return self.jobs[job_id]
+        except KeyError:
+            raise JobNotFound(f"no job {job_id!r}") from None
+
+    def _move(self, job_id: str, allowed: tuple[str, ...], status: str) -> None:
+        with self.lock:
+            job = self._job(job_id)
+            if job.status not in allowed:
+                raise IllegalTransition(f"job {job_id} is {job.status}, cannot become {status}")
+            self.seq += 1
+            self._put(replace(job, status=status, updated_at=self.clock()))  # type: ignore[arg-type]
+
+    # -- ControlRoomSource ----------------------------------------------
+    def poll(self, after_seq: int) -> Delta:
+        with self.lock:
+            counts = {status: 0 for status in JOB_STATUSES}
+            for job in self.jobs.values():
+                counts[job.status] += 1
+            changed = tuple(
+                job
+                for job_id, job in self.jobs.items()
+                if after_seq == 0 or self.changed_at.get(job_id, 0) > after_seq
+            )
+            window_start = self.clock() - timedelta(seconds=10)
+            recent = sum(1 for _, event in self.events[-1000:] if event.ts >= window_start)
+            return Delta(
+                cursor=self.seq,
+                jobs=changed,
+                removed_job_ids=tuple(j for s, j in self.removed if s > after_seq),
+                sessions=tuple(self.sessions.values()),
+                events=tuple(e for s, e in self.events if s > after_seq)[-1000:],
+                snapshot=Snapshot(counts, recent / 10.0, self.broker_state),
+            )
+
+    def job_detail(self, job_id: str) -> JobDetail:
+        with self.lock:
+            job = self._job(job_id)
+            timeline = [event for _, event in self.events if event.job_id == job_id]
+            seqs = [event.seq for event in timeline]
+            missing = sorted(set(range(seqs[0], seqs[-1] + 1)) - set(seqs)) if seqs else []
+            record = {
+                "job_id": job.job_id,
+                "status": job.status,
+                "agent": job.agent,
+                "agent_session": job.agent_session,
+                "prompt": self.prompts.get(job_id, ""),
+                "created_at": job.created_at.isoformat(),
+                "updated_at": job.updated_at.isoformat(),
+                "last_seq": seqs[-1] if seqs else 0,
+            }
+            why = f"{job.status}: last event {job.last_event or 'none'}"
+            if job.waiting_permission:
+                why = "running: waiting for a yes/no answer to permission_required"
+            return JobDetail(record, why, timeline, missing, self.pane_logs.get(job_id))
+
+    def cancel(self, job_id: str) -> None:
+        self._move(job_id, ("pending", "running"), "cancelled")
+
+    def resume(self, job_id: str) -> None:
+        self._move(job_id, ("error", "cancelled"), "pending")
+
+    def stop_session(self, label: str, mode: StopMode) -> None:
+        with self.lock:
+            if label not in self.sessions:
+                raise SessionNotFound(f"no session {label!r}")
+            session = self.sessions[label]
+            self.sessions[label] = replace(
+                session,
+                state=STOP_STATES[mode],  # type: ignore[arg-type]
+                tmux_alive=mode == "soft",
+            )
+
+    def answer(self, job_id: str, yes: bool) -> None:
+        with self.lock:
+            if not self._job(job_id).waiting_permission:
+                raise IllegalTransition(f"job {job_id} is not waiting for permission")
+            self.emit(job_id, "progress", "permission granted" if yes else "permission denied")
+
+    def submit(self, prompt: str, agent: str, agent_session: str) -> str:
+        with self.lock:
+            job_id = f"{len(self.jobs) + len(self.removed) + 1:08x}"
+            now = self.clock()
+            self.seq += 1
+            self.add_job(JobRow(job_id, "pending", agent, agent_session, now, now), prompt)
+            return job_id
+
+    def open_control_room_split(self, job_id: str) -> None:
+        self._job(job_id)
+
+
+def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
+    """A source seeded with a handful of agents in every state (deterministic data)."""
+    source = InMemorySource(clock or (lambda: FIXED_NOW))
+    now = source.clock()
+    agents = [("claude", "alpha"), ("codex", "beta"), ("aider", "gamma"), ("claude", "delta")]
+    for label, liveness, age, state in [
+        ("alpha", "ok", 4.0, "running"),
+        ("beta", "WARN", 42.0, "running"),
+        ("gamma", "STALE", 130.0, "running"),
+        ("delta", "DEAD", 600.0, "stopped"),
+    ]:
+        alive = state == "running"
+        source.add_session(SessionRow(label, state, alive, liveness, age, None))  # type: ignore[arg-type]
+    plan = [
+        ("3fa2c1d0", 0, ["started", "progress:reading repo", "progress:running tests 3/12"]),
+        ("7b0e99a1", 1, ["started", "permission_required:run `rm -rf build/`?"]),
+        ("c4d5e6f7", 2, ["started", "progress:step 1", "completed:all tests pass"]),
+        ("0a1b2c3d", 3, ["started", "error:agent exited with code 1"]),
+        ("9e8d7c6b", 0, []),
+        ("5f4e3d2c", 1, ["started", "progress:indexing", "progress:refactor 2/5"]),
+    ]
+    for index, (job_id, agent_index, events) in enumerate(plan):
+        agent, session = agents[agent_index]
+        created = now - timedelta(minutes=5 * (len(plan) - index))
+        source.add_job(JobRow(job_id, "pending", agent, session, created, created), "demo task")
+        for item in events:
+            event, _, detail = item.partition(":")
+            source.emit(job_id, event, detail)
+    # a gap in 5f4e3d2c's sequence: two events never arrived
+    source.emit("5f4e3d2c", "progress", "refactor 4/5", skip=2)
+    source.jobs["5f4e3d2c"] = replace(source.jobs["5f4e3d2c"], missing_events=2)
+    source.cancel("9e8d7c6b")
+    for job in source.jobs.values():
+        if job.status == "running":
+            session = source.sessions[job.agent_session]
+            source.sessions[job.agent_session] = replace(session, current_job=job.job_id)
+    return source
+
+
+DEMO_STEPS = (
+    "started",
+    "progress:reading the repository",
+    "progress:editing files",
+    "permission_required:run the test suite?",
+    "progress:running tests",
+    "completed:all tests pass",
+)
+DEMO_LABELS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+DEMO_AGENTS = ("claude", "codex", "aider")
+
+
+class LiveDemoSource(InMemorySource):
+    """Demo agents that move through their states as time passes: each second
+    an agent takes its next step, asks permission (answer with y/N, or it is
+    auto-approved after a few seconds), fails now and then, and takes new work."""
+
+    def __init__(self, agents: int = 4, clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__(clock)
+        self.next_tick = self.clock()
+        self.waiting_ticks: dict[str, int] = {}
+        self.submitted = 0
+        for index in range(agents):
+            label = DEMO_LABELS[index % len(DEMO_LABELS)] + ("" if index < 8 else str(index))
+            self.add_session(SessionRow(label, "running", True, "ok", 0.0, None))
+
+    def poll(self, after_seq: int) -> Delta:
+        with self.lock:
+            now = self.clock()
+            if now >= self.next_tick:
+                self.next_tick = now + timedelta(seconds=1)
+                self._tick()
+        return super().poll(after_seq)
+
+    def _current_job(self, label: str) -> JobRow | None:
+        for job in self.jobs.values():
+            if job.agent_session == label and job.status in ("pending", "running"):
+                return job
+        return None
+
+    def _tick(self) -> None:
+        for label, session in list(self.sessions.items()):
+            if session.state != "running":
+                continue
+            job = self._current_job(label)
+            if job is None:
+                self.submitted += 1
+                agent = DEMO_AGENTS[self.submitted % len(DEMO_AGENTS)]
+                job_id = self.submit(f"demo task {self.submitted}", agent, label)
+            else:
+                job_id = job.job_id
+                self._advance(job)
+            beat = SessionRow(label, "running", True, "ok", 1.0, job_id)
+            self.sessions[label] = beat
+
+    def _advance(self, job: JobRow) -> None:
+        if job.waiting_permission:
+            self.waiting_ticks[job.job_id] = self.waiting_ticks.get(job.job_id, 0) + 1
+            if self.waiting_ticks[job.job_id] < 5:
+                return
+            self.emit(job.job_id, "progress", "auto-approved after 5 s")
+        step = self.job_seq.get(job.job_id, 0)
+        if int(job.job_id, 16) % 5 == 3 and step == 2:
+            self.emit(job.job_id, "error", "agent exited with code 1")
+            return
+        if step < len(DEMO_STEPS):
+            event, _, detail = DEMO_STEPS[step].partition(":")
+            self.emit(job.job_id, event, detail)
+        else:
+            self.emit(job.job_id, "completed", "done")

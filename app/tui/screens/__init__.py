@@ -1,0 +1,1 @@
+"""The control room's screens, one per module."""

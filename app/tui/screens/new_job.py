@@ -1,0 +1,81 @@
+"""The new-job form: prompt, agent and session, handed to `source.submit`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label
+
+
+@dataclass(frozen=True)
+class NewJobRequest:
+    """What the user asked for; the app submits it in a worker."""
+
+    prompt: str
+    agent: str
+    agent_session: str
+
+
+class NewJobScreen(ModalScreen[NewJobRequest | None]):
+    """Refuses to close with an empty field, saying which one is missing."""
+
+    DEFAULT_CSS = """
+    NewJobScreen { align: center middle; background: $background 60%; }
+    NewJobScreen > Vertical {
+        width: 80; height: auto; padding: 1 2; background: $panel; border: thick $primary 80%;
+    }
+    NewJobScreen #error { color: $error; height: auto; }
+    NewJobScreen Horizontal { height: auto; align-horizontal: right; }
+    NewJobScreen Button { margin-left: 2; }
+    """
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
+
+    def __init__(self, agent: str = "claude", session: str = "", sessions: list[str] = []) -> None:  # noqa: B006
+        super().__init__()
+        self.default_agent = agent
+        self.default_session = session
+        self.sessions = list(sessions)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("[b]New job[/b]")
+            yield Input(placeholder="What should the agent do?", id="prompt")
+            yield Input(self.default_agent, placeholder="agent (claude, codex…)", id="agent")
+            yield Input(
+                self.default_session,
+                placeholder="agent session label",
+                id="session",
+                suggester=SuggestFromList(self.sessions) if self.sessions else None,
+            )
+            yield Label("", id="error")
+            with Horizontal():
+                yield Button("Cancel", id="cancel")
+                yield Button("Submit", id="submit", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt", Input).focus()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancelled(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#submit")
+    def _submit(self) -> None:
+        values = {
+            name: self.query_one(f"#{name}", Input).value.strip()
+            for name in ("prompt", "agent", "session")
+        }
+        missing = [name for name, value in values.items() if not value]
+        if missing:
+            self.query_one("#error", Label).update(f"Missing: {', '.join(missing)}")
+            self.query_one(f"#{missing[0]}", Input).focus()
+            return
+        self.dismiss(NewJobRequest(values["prompt"], values["agent"], values["session"]))

@@ -1,0 +1,201 @@
+"""The boundary between the control room and the registry: what the screens show.
+
+The TUI only ever sees these frozen rows, fetched by a `ControlRoomSource` whose
+blocking methods are called from thread workers, never from the event loop.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from bus.errors import BusError
+from registry.errors import JobNotFound, RegistryError
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
+SessionState = Literal["running", "stopped", "terminated", "archived"]
+Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown"]
+BrokerState = Literal["connected", "reconnecting", "none"]
+StopMode = Literal["graceful", "soft", "hard"]
+
+JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")
+STOP_MODES: tuple[StopMode, ...] = ("graceful", "soft", "hard")
+
+# What a source may raise for an unhealthy store or transport (locked or corrupt
+# database, broker down, missing file); the TUI shows these and keeps running.
+SOURCE_ERRORS: tuple[type[Exception], ...] = (BusError, RegistryError, OSError, sqlite3.Error)
+
+# The stream keeps this many events in a merged delta: older ones would scroll
+# out of the bounded event log anyway.
+MAX_EVENTS_PER_DELTA = 1000
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One line of the jobs table."""
+
+    job_id: str
+    status: JobStatus
+    agent: str
+    agent_session: str
+    created_at: datetime
+    updated_at: datetime
+    last_event: str | None = None
+    progress_detail: str = ""
+    missing_events: int = 0
+    waiting_permission: bool = False
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One agent session with its tmux state and heartbeat liveness."""
+
+    label: str
+    state: SessionState
+    tmux_alive: bool
+    liveness: Liveness
+    heartbeat_age_s: float | None = None
+    current_job: str | None = None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One job event as it landed on the bus."""
+
+    seq: int
+    ts: datetime
+    job_id: str
+    event: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """Everything the job detail screen shows about one job."""
+
+    record: Mapping[str, Any]
+    why_text: str
+    timeline: list[EventRow] = field(default_factory=list)
+    missing_seqs: list[int] = field(default_factory=list)
+    pane_log_path: Path | None = None
+
+    @property
+    def job_id(self) -> str:
+        return str(self.record.get("job_id", ""))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The header figures at one instant: totals, not changes."""
+
+    counts: Mapping[str, int] = field(default_factory=dict)
+    events_per_s: float = 0.0
+    broker_state: BrokerState = "none"
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What changed after a bus seq; `cursor` is the `after_seq` of the next poll."""
+
+    cursor: int
+    jobs: tuple[JobRow, ...] = ()
+    removed_job_ids: tuple[str, ...] = ()
+    sessions: tuple[SessionRow, ...] | None = None  # None: unchanged since last poll
+    events: tuple[EventRow, ...] = ()
+    snapshot: Snapshot = field(default_factory=Snapshot)
+
+    def merge(self, newer: Delta) -> Delta:
+        """Collapse two consecutive deltas into one: the newer row of a job wins,
+        events accumulate (bounded), totals and sessions come from the newer one."""
+        jobs = {job.job_id: job for job in self.jobs}
+        removed = set(self.removed_job_ids)
+        for job_id in newer.removed_job_ids:
+            jobs.pop(job_id, None)
+            removed.add(job_id)
+        for job in newer.jobs:
+            jobs[job.job_id] = job
+            removed.discard(job.job_id)
+        events = (*self.events, *newer.events)[-MAX_EVENTS_PER_DELTA:]
+        return replace(
+            newer,
+            jobs=tuple(jobs.values()),
+            removed_job_ids=tuple(sorted(removed)),
+            sessions=newer.sessions if newer.sessions is not None else self.sessions,
+            events=events,
+        )
+
+
+class ControlRoomSource(Protocol):
+    """What the control room needs from the registry. Every method may block
+    (SQLite, tmux, MQTT), so the app calls them only from thread workers."""
+
+    def poll(self, after_seq: int) -> Delta:
+        """Changes after bus seq `after_seq` (0: everything)."""
+        ...
+
+    def job_detail(self, job_id: str) -> JobDetail:
+        """The job's record, timeline and pane log; raises JobNotFound if deleted."""
+        ...
+
+    def cancel(self, job_id: str) -> None: ...
+
+    def resume(self, job_id: str) -> None: ...
+
+    def stop_session(self, label: str, mode: StopMode) -> None: ...
+
+    def answer(self, job_id: str, yes: bool) -> None:
+        """Answer the job's pending permission_required prompt."""
+        ...
+
+    def submit(self, prompt: str, agent: str, agent_session: str) -> str:
+        """Register a job and start its agent pane; returns the new job_id."""
+        ...
+
+    def open_control_room_split(self, job_id: str) -> None:
+        """Open the tmux window with the job's pane log above its events."""
+        ...
+
+
+class EmptySource:
+    """A source with no jobs: what `watch` shows until the registry-backed source
+    lands. Every action explains itself instead of pretending to work."""
+
+    def poll(self, after_seq: int) -> Delta:
+        return Delta(cursor=after_seq)
+
+    def job_detail(self, job_id: str) -> JobDetail:
+        raise JobNotFound(f"no job {job_id!r}")
+
+    def cancel(self, job_id: str) -> None:
+        raise JobNotFound(f"no job {job_id!r}")
+
+    def resume(self, job_id: str) -> None:
+        raise JobNotFound(f"no job {job_id!r}")
+
+    def stop_session(self, label: str, mode: StopMode) -> None:
+        raise RegistryError(f"no session {label!r}")
+
+    def answer(self, job_id: str, yes: bool) -> None:
+        raise JobNotFound(f"no job {job_id!r}")
+
+    def submit(self, prompt: str, agent: str, agent_session: str) -> str:
+        raise RegistryError("submitting from the control room is not wired to the registry yet")
+
+    def open_control_room_split(self, job_id: str) -> None:
+        raise JobNotFound(f"no job {job_id!r}")
+
+
+def open_source(settings: Settings) -> ControlRoomSource:
+    """The source over the registry in `settings.state_dir`.
+
+    Until the registry-backed source is written this returns an empty source, so
+    `orchestrate watch` opens (showing "no jobs yet") instead of failing.
+    """
+    return EmptySource()

@@ -1,0 +1,67 @@
+"""Agent sessions: tmux state and heartbeat liveness, updated in place by key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from app.tui.source import SessionRow
+from app.tui.widgets.theme import LIVENESS_COLOURS, theme_style
+
+COLUMNS = (
+    ("label", "session"),
+    ("state", "state"),
+    ("tmux", "tmux"),
+    ("liveness", "liveness"),
+    ("heartbeat", "beat"),
+    ("job", "job"),
+)
+
+
+class SessionsPanel(DataTable[object]):
+    """One row per agent session; liveness coloured ok / WARN / STALE / DEAD."""
+
+    DEFAULT_CSS = """
+    SessionsPanel { background: $surface; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", **kwargs)  # type: ignore[arg-type]
+        self._shown: dict[str, tuple[object, ...]] = {}
+        for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
+            self.add_column(label, key=key)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self._shown)
+
+    def _cells(self, session: SessionRow) -> tuple[object, ...]:
+        colour = LIVENESS_COLOURS.get(session.liveness, "foreground")
+        age = "" if session.heartbeat_age_s is None else f"{session.heartbeat_age_s:.0f}s"
+        return (
+            session.label,
+            session.state,
+            "alive" if session.tmux_alive else "gone",
+            Text(session.liveness, style=theme_style(self.app, colour, bold=True)),
+            age,
+            session.current_job or "",
+        )
+
+    def show_sessions(self, sessions: Iterable[SessionRow]) -> None:
+        """Make the panel show exactly `sessions` (the source sends the full list)."""
+        wanted = {session.label: self._cells(session) for session in sessions}
+        with self.app.batch_update():
+            for label in [label for label in self._shown if label not in wanted]:
+                del self._shown[label]
+                self.remove_row(label)
+            for label, cells in wanted.items():
+                previous = self._shown.get(label)
+                if previous is None:
+                    self.add_row(*cells, key=label)
+                else:
+                    for (column, _), old, new in zip(COLUMNS, previous, cells, strict=True):
+                        if old != new:
+                            self.update_cell(label, column, new, update_width=True)
+                self._shown[label] = cells

@@ -1,0 +1,54 @@
+"""The look of each screen, pinned by pytest-textual-snapshot (120x40, fixed
+clock, deterministic fake data). Regenerate with `pytest tests/tui --snapshot-update`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+from tui_helpers import loaded, wait_until
+
+from app.tui.app import ControlRoomApp
+
+SIZE = (120, 40)
+Snap = Callable[..., bool]
+
+
+async def _detail(pilot: Pilot[Any]) -> None:
+    await loaded(pilot)
+    await pilot.press("enter")
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: getattr(screen, "detail", None) is not None)
+    tail = screen.query_one("#detail-tail")
+    await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+def after(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await loaded(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+def test_main_screen(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after())
+
+
+def test_job_detail(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=_detail)
+
+
+def test_help(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("question_mark"))
+
+
+def test_cancel_confirm(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("c"))
+
+
+def test_history_placeholder(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("h"))

@@ -1,0 +1,27 @@
+"""Waiting and inspection helpers shared by the control room tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+
+
+async def wait_until(pilot: Pilot[object], predicate: Callable[[], object], what: str = "") -> None:
+    """Let the app run until `predicate()` holds; fail after a generous deadline."""
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what or predicate}"
+        await pilot.pause(0.02)
+
+
+async def loaded(pilot: Pilot[object]) -> None:
+    """Wait for the first delta to be drawn, then for the screen to settle."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+def notices(app: object) -> list[str]:
+    return [notification.message for notification in app._notifications]  # type: ignore[attr-defined]
