@@ -18,9 +18,12 @@ from app.settings import Settings, find_state_dir
 
 # command name -> "module:attribute"; each module is imported only when used.
 LAZY_COMMANDS: dict[str, str] = {
+    "job": "app.commands.job:job",
+    "publish": "app.commands.publish:publish",
     "msg": "app.commands.msg:msg",
     "export": "app.commands.msg:export",
     "watch": "app.commands.watch:watch",
+    "history": "app.commands.history:history",
 }
 
 
@@ -77,6 +80,12 @@ def domain_errors() -> tuple[type[Exception], ...]:
         pass
     else:
         types.append(RegistryError)
+    try:
+        from app.tmux.errors import TmuxError
+    except ImportError:
+        pass
+    else:
+        types.append(TmuxError)
     return tuple(types)
 
 

@@ -201,6 +201,41 @@ def complete(conn: sqlite3.Connection, claim: Claim, result: Any = None) -> bool
         raise translate(exc, _db(conn)) from exc
 
 
+# -- moves made on behalf of nobody in particular -------------------------------
+# The fenced functions above are for a worker holding a claim. An owner of the
+# task itself (the registry cancelling a job, or seeing its terminal event)
+# settles it regardless of who holds it; these run in the caller's transaction.
+
+
+def settle(
+    conn: sqlite3.Connection, task_id: str, *, result: str | None = None, at_ms: int | None = None
+) -> None:
+    """Mark ``task_id`` done whoever holds it (keeps an earlier result if none given)."""
+    conn.execute(
+        "UPDATE task_claims SET state = 'done', completed_at_ms = ?, "
+        "result = COALESCE(?, result) WHERE task_id = ?",
+        (now_ms() if at_ms is None else at_ms, result, task_id),
+    )
+
+
+def extend(conn: sqlite3.Connection, task_id: str, lease_until_ms: int) -> None:
+    """Push a held claim's lease out to at least ``lease_until_ms`` (a sign of life)."""
+    conn.execute(
+        "UPDATE task_claims SET lease_until_ms = MAX(lease_until_ms, ?) "
+        "WHERE task_id = ? AND state = 'claimed'",
+        (lease_until_ms, task_id),
+    )
+
+
+def requeue(conn: sqlite3.Connection, task_id: str, *, at_ms: int | None = None) -> None:
+    """Make ``task_id`` claimable again at once (lease expiry, resume, reset)."""
+    conn.execute(
+        "UPDATE task_claims SET state = 'pending', claimed_by = NULL, lease_until_ms = ?, "
+        "completed_at_ms = NULL WHERE task_id = ?",
+        (now_ms() if at_ms is None else at_ms, task_id),
+    )
+
+
 def expired(conn: sqlite3.Connection, *, queue: str | None = None) -> list[TaskState]:
     """Claimed tasks whose lease has run out (what a sweeper re-enqueues)."""
     sql = "SELECT * FROM task_claims WHERE state = 'claimed' AND lease_until_ms <= ?"

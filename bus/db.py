@@ -98,30 +98,63 @@ def connect(db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3
     return conn
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The version recorded in ``meta``, or 0 for an empty database."""
+def recorded_version(conn: sqlite3.Connection, key: str = "schema_version") -> int:
+    """The version stored under ``key`` in ``meta``, or 0 for tables not yet built."""
     has_meta = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
     ).fetchone()
     if not has_meta:
         return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return int(row[0]) if row else 0
 
 
-def migrate(conn: sqlite3.Connection, db_path: Path | str = "database") -> None:
-    """Bring the schema to SCHEMA_VERSION; refuse a database from the future.
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The bus's schema version (0 for an empty database)."""
+    return recorded_version(conn)
 
-    Cheap when already current (one read), so every connection calls it.
+
+def apply_migrations(
+    conn: sqlite3.Connection, key: str, migrations: list[str], db_path: Path | str
+) -> None:
+    """Run ``migrations[v:]`` for the tables versioned by ``key`` in ``meta``.
+
+    ``migrations[n]`` takes the tables from version n to n + 1. A version above
+    ``len(migrations)`` was written by a newer release and is refused untouched.
+    Cheap when current (one read), so every connection may call it. Layers above
+    the bus keep their own key in the same ``meta`` table.
     """
+    target = len(migrations)
+    version = recorded_version(conn, key)
+    if version == target:
+        return
+    _refuse_newer(key, version, target, db_path)
+    with transaction(conn):
+        version = recorded_version(conn, key)  # another process may have migrated meanwhile
+        _refuse_newer(key, version, target, db_path)
+        for step in range(version, target):
+            for statement in _statements(migrations[step]):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, str(step + 1)),
+            )
+
+
+def _refuse_newer(key: str, version: int, target: int, db_path: Path | str) -> None:
+    if version > target:
+        raise SchemaTooNew(
+            f"{db_path} has {key} {version}, newer than this orchestrate "
+            f"supports ({target}); upgrade orchestrate"
+        )
+
+
+def migrate(conn: sqlite3.Connection, db_path: Path | str = "database") -> None:
+    """Bring the bus schema to SCHEMA_VERSION; refuse a database from the future."""
     version = schema_version(conn)
     if version == SCHEMA_VERSION:
         return
-    if version > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"{db_path} has schema_version {version}, newer than this orchestrate "
-            f"supports ({SCHEMA_VERSION}); upgrade orchestrate"
-        )
     if (
         version == 0
         and conn.execute(
@@ -131,16 +164,9 @@ def migrate(conn: sqlite3.Connection, db_path: Path | str = "database") -> None:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id not in (0, APPLICATION_ID):
             raise NotABusDatabase(f"{db_path} is an SQLite database of another application")
-    with transaction(conn):
-        version = schema_version(conn)  # another process may have migrated meanwhile
-        for step in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[step]):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(step + 1),),
-            )
+    # meta must exist before versions can be read from it: it is in MIGRATIONS[0].
+    apply_migrations(conn, "schema_version", MIGRATIONS, db_path)
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 

@@ -56,3 +56,12 @@ class RegistryTimeout(RegistryError):
     """Waiting for a job's terminal event ran past its timeout."""
 
     exit_code = 2
+
+
+class DuplicateEvent(EventRejected):
+    """An event whose (job_id, seq) is already recorded: a retry or a QoS 1 redelivery."""
+
+
+class EventAfterTerminal(EventRejected):
+    """An event for a job that already ended (completed, error or cancelled), or
+    one left over from an attempt before the job was resumed."""

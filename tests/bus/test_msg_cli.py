@@ -176,3 +176,10 @@ def test_a_read_only_state_dir(shared_dir: Path) -> None:
     shared_dir.joinpath("locked").mkdir(mode=0o700)
     uncreatable = as_nobody("msg", "poll", state_dir=shared_dir / "locked" / "x")
     assert uncreatable.returncode == 1 and "cannot create state directory" in uncreatable.stderr
+
+
+def test_a_registered_job_is_a_known_recipient(cli) -> None:  # type: ignore[no-untyped-def]
+    job_id = cli("job", "register", "--prompt", "p", "--agent", "a", "--agent-session", "s")
+    assert job_id.returncode == 0, job_id.stderr
+    sent = cli("msg", "send", "cmd", '{"action": "stop"}', "--to", job_id.stdout.strip())
+    assert sent.returncode == 0, sent.stderr

@@ -1,0 +1,276 @@
+"""`orchestrate job ...`: the registry by hand (seed 001 §6), exit 0 ok, 1 not found /
+bad status / illegal move, 3 nothing to pick."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from app.settings import Settings
+from registry.errors import InvalidJobInput
+from registry.jobs import Registry
+from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
+
+
+def open_registry(settings: Settings) -> Registry:
+    """The registry in the state dir chosen for this command."""
+    return Registry.open(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+
+
+def emit_json(value: Any, *, indent: int | None = None) -> None:
+    """JSON on stdout, flushed so pipes see it at once."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+    sys.stdout.flush()
+
+
+JOB_OPTION = click.option("--job", "job_id", required=True, metavar="ID", help="The job id.")
+
+
+@click.group()
+def job() -> None:
+    """Register, list, pick and move delegated jobs."""
+
+
+@job.command()
+@click.option("--prompt", metavar="TEXT", help="What the agent should do.")
+@click.option(
+    "--prompt-file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the prompt from a file ('-' for stdin) instead of --prompt.",
+)
+@click.option("--agent", required=True, metavar="NAME", help="Agent kind, e.g. claude-code.")
+@click.option(
+    "--agent-session", required=True, metavar="LABEL", help="Session label, e.g. tmux:claude."
+)
+@click.option("--timeout", default=DEFAULT_TIMEOUT_SEC, show_default=True, type=int)
+@click.option("--idle-timeout", default=DEFAULT_IDLE_TIMEOUT_SEC, show_default=True, type=int)
+@click.option("--artifact", "artifacts", multiple=True, metavar="FILE", help="Expected output.")
+@click.option("--no-sign", is_flag=True, help="No auth_token: accept unsigned events (PoC).")
+@click.option("--broker", metavar="HOST", help="MQTT broker for this job (default: $MQTT_BROKER).")
+@click.option("--port", type=int, metavar="N", help="MQTT broker port.")
+@click.option("--topic-prefix", metavar="TOPIC", help="Default: jobs/<job_id>.")
+@click.pass_obj
+def register(
+    settings: Settings,
+    prompt: str | None,
+    prompt_file: Any,
+    agent: str,
+    agent_session: str,
+    timeout: int,
+    idle_timeout: int,
+    artifacts: tuple[str, ...],
+    no_sign: bool,
+    broker: str | None,
+    port: int | None,
+    topic_prefix: str | None,
+) -> None:
+    """Register a pending job; prints its job_id."""
+    if prompt_file is not None:
+        if prompt is not None:
+            raise InvalidJobInput("give --prompt or --prompt-file, not both")
+        prompt = prompt_file.read()
+    if prompt is None:
+        raise InvalidJobInput("--prompt is required")
+    registry = open_registry(settings)
+    created = registry.register(
+        prompt,
+        agent,
+        agent_session,
+        timeout_sec=timeout,
+        idle_timeout_sec=idle_timeout,
+        expected_artifacts=artifacts,
+        broker=broker_block(broker, port),
+        sign_events=not no_sign,
+        topic_prefix=topic_prefix,
+    )
+    click.echo(created.job_id)
+
+
+def broker_block(host: str | None, port: int | None) -> dict[str, Any] | None:
+    """The broker in effect: --broker/--port laid over the MQTT_* env; None for neither."""
+    if host is None and port is None and not os.environ.get("MQTT_BROKER"):
+        return None  # the common case: no paho import at all
+    from bus.mqtt_config import resolve_broker
+
+    flags: dict[str, Any] = {}
+    if host is not None:
+        flags["host"] = host
+    if port is not None:
+        flags["port"] = port
+    config = resolve_broker(os.environ, flags or None)
+    if config is None:
+        raise InvalidJobInput("--port needs --broker HOST (or MQTT_BROKER in the environment)")
+    return config.to_block()
+
+
+@job.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Full records as a JSON array.")
+@click.option("--status", metavar="STATUS", help="Only jobs in this status.")
+@click.option("--agent-session", metavar="LABEL", help="Only jobs of this session.")
+@click.pass_obj
+def list_jobs(
+    settings: Settings, as_json: bool, status: str | None, agent_session: str | None
+) -> None:
+    """List jobs, oldest first (a table, or full records with --json)."""
+    jobs = open_registry(settings).list(status=status, agent_session=agent_session)
+    if as_json:
+        emit_json([j.to_dict() for j in jobs], indent=2)
+        return
+    click.echo(format_table(jobs))
+
+
+def format_table(jobs: list[Job], now: datetime | None = None) -> str:
+    """The human `job list` table."""
+    if not jobs:
+        return "(no jobs)"
+    moment = now or datetime.now(UTC)
+    header = ("JOB", "STATUS", "AGENT", "SESSION", "AGE", "LAST EVENT", "SEQ", "RETRIES")
+    rows = [header]
+    for item in jobs:
+        last = item.last_event or "-"
+        if item.missing_count:
+            last += f" ({item.missing_count} missing)"
+        rows.append(
+            (
+                item.job_id,
+                item.status,
+                _cell(item.agent, 20),
+                _cell(item.agent_session, 24),
+                _age(item.created_at, moment),
+                last,
+                str(item.last_seq),
+                str(item.retry_count),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _cell(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _age(stamp: str, now: datetime) -> str:
+    try:
+        seconds = int((now - datetime.fromisoformat(stamp)).total_seconds())
+    except ValueError:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+@job.command()
+@JOB_OPTION
+@click.option("--show-token", is_flag=True, help="Include auth_token and broker password.")
+@click.pass_obj
+def get(settings: Settings, job_id: str, show_token: bool) -> None:
+    """Print one job record as JSON."""
+    emit_json(open_registry(settings).get(job_id).to_dict(show_token=show_token), indent=2)
+
+
+@job.command()
+@JOB_OPTION
+@click.option("--set", "new_status", required=True, metavar="STATUS", help="Target status.")
+@click.option("--reason", default="", help="Why (shown by `job why` and `job logs`).")
+@click.pass_obj
+def status(settings: Settings, job_id: str, new_status: str, reason: str) -> None:
+    """Move a job to STATUS through the job state machine."""
+    registry = open_registry(settings)
+    before = registry.get(job_id).status
+    after = registry.set_status(job_id, new_status, reason)
+    click.echo(f"{job_id}: {before} -> {after.status}")
+
+
+@job.command()
+@click.option("--agent-session", required=True, metavar="LABEL")
+@click.pass_obj
+def pick(settings: Settings, agent_session: str) -> None:
+    """Claim the oldest pending job of LABEL (now running); prints its id, or exit 3."""
+    click.echo(open_registry(settings).pick(agent_session).job_id)
+
+
+@job.command()
+@JOB_OPTION
+@click.option("--reason", default="cancelled by user")
+@click.pass_obj
+def cancel(settings: Settings, job_id: str, reason: str) -> None:
+    """Cancel a pending or running job."""
+    done = open_registry(settings).cancel(job_id, reason)
+    click.echo(f"{job_id}: {done.status}")
+
+
+@job.command()
+@JOB_OPTION
+@click.option("--reason", default="resumed by user")
+@click.pass_obj
+def resume(settings: Settings, job_id: str, reason: str) -> None:
+    """Queue a failed or cancelled job again (same id, a new attempt)."""
+    done = open_registry(settings).resume(job_id, reason)
+    click.echo(f"{job_id}: {done.status}")
+
+
+@job.command()
+@JOB_OPTION
+@click.pass_obj
+def why(settings: Settings, job_id: str) -> None:
+    """Say why a job is in its current state, from its transition history."""
+    click.echo(f"{job_id}: {open_registry(settings).why(job_id)}")
+
+
+@job.command()
+@click.argument("job_id", required=False)
+@click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N entries.")
+@click.option("--json", "as_json", is_flag=True, help="Raw JSON lines.")
+@click.option("--list", "list_all", is_flag=True, help="Every job with an audit log.")
+@click.pass_obj
+def logs(
+    settings: Settings, job_id: str | None, tail: int | None, as_json: bool, list_all: bool
+) -> None:
+    """Show a job's durable audit log (timeline), or --list every logged job."""
+    from registry.audit import AuditLog, format_job_list, format_timeline
+
+    audit = AuditLog(settings.state_dir)
+    if list_all:
+        if as_json:
+            for logged in audit.list_jobs():
+                emit_json(dataclasses.asdict(logged))
+        else:
+            click.echo(format_job_list(audit.list_jobs()))
+        return
+    if job_id is None:
+        raise click.UsageError("give a JOB_ID, or --list")
+    entries = list(audit.iter_events(job_id, tail=tail))
+    if as_json:
+        for entry in entries:
+            emit_json(entry)
+        return
+    click.echo(format_timeline(entries))
+    _warn_missing(settings, job_id)
+
+
+def _warn_missing(settings: Settings, job_id: str) -> None:
+    """Say so when the registry knows of event seqs that never arrived."""
+    from registry.errors import JobNotFound
+
+    try:
+        record = open_registry(settings).get(job_id)
+    except JobNotFound:
+        return
+    if record.missing_count:
+        spans = ", ".join(
+            str(first) if first == last else f"{first}-{last}"
+            for first, last in record.missing_seqs
+        )
+        click.echo(f"! {record.missing_count} event(s) missing (seq {spans})")

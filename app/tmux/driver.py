@@ -1,0 +1,520 @@
+"""The tmux driver: agent sessions, agent panes, stop modes, answers, through libtmux."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import shutil
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from libtmux import exc as libtmux_exc
+from libtmux.constants import PaneDirection
+from libtmux.pane import Pane
+from libtmux.server import Server
+from libtmux.session import Session
+
+from app.tmux.errors import (
+    AnswerNotReceived,
+    InvalidStopMode,
+    PaneDead,
+    PaneNotFound,
+    SessionNotFound,
+    TmuxCommandFailed,
+    TmuxError,
+    TmuxNotInstalled,
+    TmuxServerUnreachable,
+)
+from app.tmux.launch import read_exit_file, write_launch
+from app.tmux.models import ControlRoom, PaneStatus, SessionInfo, StopResult
+from app.tmux.names import default_socket_name, label_for, session_name_for
+
+StopMode = Literal["graceful", "soft", "hard"]
+STOP_MODES: tuple[str, ...] = ("graceful", "soft", "hard")
+
+# A pane option naming the job an agent pane runs, so panes can be found by job.
+JOB_OPTION = "@orchestrate_job"
+# A pane option naming the file the launch script writes the agent's exit status to:
+# tmux 3.3 sometimes leaves a fast-exiting child unreaped (pane_dead=1 but no
+# pane_dead_status) until another child exits, so the script records it too.
+EXIT_FILE_OPTION = "@orchestrate_exit_file"
+# Detached sessions get this size so agent lines are not wrapped at 80 columns.
+SESSION_WIDTH = 200
+SESSION_HEIGHT = 50
+CONTROL_ROOM_LABEL = "control-room"
+ANSWERS = ("y", "n", "yes", "no")
+# stderr of a tmux client when no server listens (yet, or any more)
+_NOT_RUNNING = ("no server running", "No such file or directory", "server exited unexpectedly")
+_PANE_ID = re.compile(r"%[0-9]+")
+_JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class TmuxDriver:
+    """Drives one tmux server, selected by socket name, on behalf of orchestrate.
+
+    Every method names its target by label or pane id; nothing ever falls back
+    to "the current pane", so keys never land in a pane that was not asked for.
+    """
+
+    def __init__(self, socket_name: str | None = None) -> None:
+        if shutil.which("tmux") is None:
+            raise TmuxNotInstalled("tmux is not installed (no `tmux` on PATH)")
+        self.socket_name = socket_name or default_socket_name()
+        self.server = Server(socket_name=self.socket_name)
+
+    # -- server -------------------------------------------------------------
+
+    def server_running(self) -> bool:
+        """True if a server listens on the socket; raises if the socket cannot be used.
+
+        "Not running" is normal (it starts with the first session); any other
+        failure to connect (permissions, a stale socket) is an error.
+        """
+        result = self.server.cmd("list-sessions")
+        if result.returncode == 0:
+            return True
+        stderr = " ".join(result.stderr)
+        if any(marker in stderr for marker in _NOT_RUNNING):
+            return False
+        raise TmuxServerUnreachable(
+            f"tmux server on socket {self.socket_name!r} is unreachable: {stderr}"
+        )
+
+    def attach_hint(self, label: str) -> str:
+        """The command a person types to look at a session."""
+        target = shlex.quote(f"={session_name_for(label)}")
+        return f"tmux -L {shlex.quote(self.socket_name)} attach -t {target}"
+
+    # -- sessions -----------------------------------------------------------
+
+    def _session(self, label: str) -> Session | None:
+        name = session_name_for(label)
+        if not self.server_running():
+            return None
+        found = self.server.sessions.get(session_name=name, default=None)
+        return found if isinstance(found, Session) else None
+
+    def has_session(self, label: str) -> bool:
+        """True if the tmux session for `label` exists."""
+        return self._session(label) is not None
+
+    def ensure_session(self, label: str, start_directory: str | Path | None = None) -> str:
+        """Create the tmux session for `label`, or reuse it; returns its session id."""
+        existing = self._session(label)
+        if existing is not None:
+            return str(existing.session_id)
+        try:
+            session = self.server.new_session(
+                session_name=session_name_for(label),
+                window_name="home",
+                start_directory=str(start_directory) if start_directory else None,
+                x=SESSION_WIDTH,
+                y=SESSION_HEIGHT,
+            )
+        except libtmux_exc.TmuxSessionExists:  # raced with another creator
+            again = self._session(label)
+            if again is None:
+                raise
+            return str(again.session_id)
+        except libtmux_exc.LibTmuxException as error:
+            raise TmuxCommandFailed(f"cannot create tmux session for {label!r}: {error}") from error
+        return str(session.session_id)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every live session on this server, labelled (empty when no server runs)."""
+        if not self.server_running():
+            return []
+        infos = []
+        for session in self.server.sessions:
+            name = str(session.session_name)
+            infos.append(
+                SessionInfo(
+                    label=label_for(name),
+                    session_name=name,
+                    session_id=str(session.session_id),
+                    pane_ids=tuple(str(pane.pane_id) for pane in session.panes),
+                )
+            )
+        return infos
+
+    def kill_session(self, label: str) -> bool:
+        """Kill the tmux session for `label`; False if there was none."""
+        session = self._session(label)
+        if session is None:
+            return False
+        session.kill()
+        return True
+
+    def agent_panes(self, label: str) -> list[str]:
+        """Pane ids in the session for `label` that run an orchestrate agent."""
+        session = self._session(label)
+        if session is None:
+            raise SessionNotFound(f"no tmux session for agent-session {label!r}")
+        statuses = self.pane_statuses(str(pane.pane_id) for pane in session.panes)
+        return [pane_id for pane_id, status in statuses.items() if status.job_id]
+
+    def pane_for_job(self, job_id: str) -> str | None:
+        """The pane that runs `job_id` (newest first), or None."""
+        if not self.server_running():
+            return None
+        result = self.server.cmd("list-panes", "-a", "-F", f"#{{pane_id}} #{{{JOB_OPTION}}}")
+        matches = [
+            line.split(" ", 1)[0] for line in result.stdout if line.split(" ", 1)[1:] == [job_id]
+        ]
+        return matches[-1] if matches else None
+
+    # -- agent panes ----------------------------------------------------------
+
+    def start_agent_pane(
+        self,
+        label: str,
+        job_id: str,
+        command_argv: Sequence[str],
+        env: Mapping[str, str],
+        prompt_file: str | Path,
+        log_path: str | Path,
+        header_text: str = "",
+        *,
+        start_directory: str | Path | None = None,
+    ) -> str:
+        """Start an agent in a new window of `label`'s session; returns its pane id.
+
+        The prompt never reaches a shell command line: the pane runs
+        `COMMAND < prompt_file` (or passes the path as an argument where
+        `command_argv` contains "{prompt_file}"); only shlex-quoted paths and
+        argv words are written into the launch script. The pane is piped to
+        `log_path` before the agent starts, so no output is lost and the log
+        outlives the pane; `remain-on-exit` keeps a crashed agent inspectable.
+        `env` must hold ORCHESTRATE_HOME; ORCHESTRATE_JOB is set to `job_id`.
+        """
+        if not _JOB_ID.fullmatch(job_id):
+            raise TmuxCommandFailed(f"job id {job_id!r} must be letters, digits, - or _")
+        if "ORCHESTRATE_HOME" not in env:
+            raise TmuxCommandFailed("agent environment lacks ORCHESTRATE_HOME")
+        pane_env = {key: str(value) for key, value in env.items()}
+        pane_env["ORCHESTRATE_HOME"] = str(Path(pane_env["ORCHESTRATE_HOME"]).resolve())
+        pane_env["ORCHESTRATE_JOB"] = job_id
+        return self._spawn(
+            label,
+            f"job-{job_id}",
+            command_argv,
+            pane_env,
+            Path(log_path),
+            header_text,
+            prompt=Path(prompt_file).resolve(),
+            job_id=job_id,
+            start_directory=start_directory,
+        )
+
+    def resume(
+        self,
+        label: str,
+        resume_argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: str | Path,
+        header_text: str = "",
+        *,
+        start_directory: str | Path | None = None,
+    ) -> str:
+        """Start `resume_argv` (e.g. `claude --continue`) in the session; returns the pane id.
+
+        Creates the session if a hard stop removed it. The command keeps the
+        terminal as stdin (a resumed agent is interactive); like an agent pane
+        it is piped to `log_path` from its first byte and stays inspectable
+        after exit.
+        """
+        return self._spawn(
+            label,
+            "resume",
+            resume_argv,
+            {key: str(value) for key, value in env.items()},
+            Path(log_path),
+            header_text,
+            prompt=None,
+            job_id=None,
+            start_directory=start_directory,
+        )
+
+    def _spawn(
+        self,
+        label: str,
+        window_name: str,
+        command_argv: Sequence[str],
+        env: dict[str, str],
+        log_path: Path,
+        header_text: str,
+        *,
+        prompt: Path | None,
+        job_id: str | None,
+        start_directory: str | Path | None,
+    ) -> str:
+        """Open a window whose launch script waits until pipe-pane is set, then runs argv."""
+        if not command_argv:
+            raise TmuxCommandFailed("agent command is empty")
+        log = log_path.resolve()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.touch(mode=0o600, exist_ok=True)  # prompts and output may be private
+        stem = "launch" if job_id else "resume"
+        launch = write_launch(stem, command_argv, prompt, log.parent, header_text)
+        self.ensure_session(label)
+        session = self._session(label)
+        if session is None:
+            raise SessionNotFound(f"tmux session for {label!r} vanished while starting")
+        try:
+            window = session.new_window(
+                window_name=window_name,
+                attach=False,
+                start_directory=str(start_directory) if start_directory else None,
+                window_shell=f"sh {shlex.quote(str(launch.script))}",
+                environment=env,
+            )
+        except libtmux_exc.LibTmuxException as error:
+            raise TmuxCommandFailed(f"cannot open agent window: {error}") from error
+        pane = window.active_pane
+        if pane is None:
+            raise TmuxCommandFailed("new agent window has no pane")
+        window.set_option("remain-on-exit", "on")
+        if job_id:
+            self._check(pane.cmd("set-option", "-p", JOB_OPTION, job_id), "set-option")
+        exit_file = str(launch.exit_file)
+        self._check(pane.cmd("set-option", "-p", EXIT_FILE_OPTION, exit_file), "set-option")
+        self._check(pane.cmd("pipe-pane", "-o", f"cat >> {shlex.quote(str(log))}"), "pipe-pane")
+        # The launch script waits on this channel: the command starts only now,
+        # after pipe-pane and remain-on-exit are in place.
+        self._check(self.server.cmd("wait-for", "-S", launch.channel), "wait-for")
+        return str(pane.pane_id)
+
+    # -- pane inspection ----------------------------------------------------
+
+    def pane_statuses(self, pane_ids: Iterable[str]) -> dict[str, PaneStatus]:
+        """Read many panes with one tmux call (never raises for a gone pane or server)."""
+        wanted = list(pane_ids)
+        fields = [
+            "#{pane_id}",
+            "#{pane_dead}",
+            "#{pane_dead_status}",
+            "#{pane_dead_signal}",
+            "#{pane_current_command}",
+            f"#{{{JOB_OPTION}}}",
+            f"#{{{EXIT_FILE_OPTION}}}",
+        ]
+        result = self.server.cmd("list-panes", "-a", "-F", "\t".join(fields))
+        if result.returncode != 0:
+            self.server_running()  # raises if the server is there but unusable
+        found: dict[str, PaneStatus] = {}
+        for line in result.stdout if result.returncode == 0 else []:
+            parts = line.split("\t")
+            if len(parts) != len(fields) or parts[0] not in wanted:
+                continue
+            dead = parts[1] == "1"
+            status = int(parts[2]) if parts[2].lstrip("-").isdigit() else None
+            signal = int(parts[3]) if parts[3].isdigit() else None
+            if dead and status is None and signal is None and parts[6]:
+                status = read_exit_file(Path(parts[6]))
+            found[parts[0]] = PaneStatus(
+                pane_id=parts[0],
+                exists=True,
+                dead=dead,
+                dead_status=status if dead else None,
+                dead_signal=signal if dead else None,
+                current_command=parts[4] or None,
+                job_id=parts[5] or None,
+            )
+        gone = PaneStatus  # a pane tmux does not list is gone: report it dead
+        return {p: found.get(p) or gone(pane_id=p, exists=False, dead=True) for p in wanted}
+
+    def pane_status(self, pane_id: str) -> PaneStatus:
+        """One read of a pane's existence, exit state and job (never raises for a gone pane)."""
+        return self.pane_statuses([pane_id])[pane_id]
+
+    def pane_alive(self, pane_id: str) -> bool:
+        """True if the pane exists and its process still runs."""
+        status = self.pane_status(pane_id)
+        return status.exists and not status.dead
+
+    def pane_dead_status(self, pane_id: str) -> int | None:
+        """The exit status of a dead pane's process; None while it runs or if the pane is gone."""
+        return self.pane_status(pane_id).dead_status
+
+    def capture(self, pane_id: str, lines: int = 50) -> list[str]:
+        """The last `lines` lines of the pane (history included), trailing blanks dropped."""
+        result = self._pane(pane_id).cmd("capture-pane", "-p", "-S", str(-max(lines, 1)))
+        if result.returncode != 0:
+            raise PaneNotFound(f"cannot read pane {pane_id}: {' '.join(result.stderr)}")
+        text = [str(line) for line in result.stdout]
+        while text and not text[-1].strip():
+            text.pop()
+        if text and text[-1].startswith("Pane is dead ("):  # remain-on-exit banner
+            text.pop()
+            while text and not text[-1].strip():
+                text.pop()
+        return text[-lines:]
+
+    def content_hash(self, pane_id: str, lines: int = 200) -> str:
+        """A digest of what the pane shows, to tell whether its output moved."""
+        joined = "\n".join(self.capture(pane_id, lines))
+        return hashlib.sha256(joined.encode("utf-8", "replace")).hexdigest()
+
+    def kill_pane(self, pane_id: str) -> None:
+        """Kill one pane (used when an agent must be removed, and by tests)."""
+        result = self._pane(pane_id).cmd("kill-pane")
+        if result.returncode != 0:
+            raise PaneNotFound(f"cannot kill pane {pane_id}: {' '.join(result.stderr)}")
+
+    # -- typing into panes ----------------------------------------------------
+
+    def send_keys(self, pane_id: str, text: str, enter: bool = True) -> None:
+        """Type `text` literally (no key names, no shell) into exactly `pane_id`."""
+        pane = self._live_pane(pane_id)
+        if text:
+            self._check(pane.cmd("send-keys", "-l", text), "send-keys")
+        if enter:
+            self._check(pane.cmd("send-keys", "Enter"), "send-keys")
+
+    def send_answer(
+        self, pane_id: str, answer: str, timeout: float = 3.0, poll_interval: float = 0.05
+    ) -> None:
+        """Answer a y/n prompt and confirm the pane reacted; one retry, then AnswerNotReceived."""
+        if answer.lower() not in ANSWERS:
+            raise TmuxCommandFailed(f"answer must be one of {', '.join(ANSWERS)}, not {answer!r}")
+        for _attempt in range(2):
+            before = self.content_hash(pane_id)
+            self.send_keys(pane_id, answer, enter=True)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.content_hash(pane_id) != before:
+                    return
+                if not self.pane_alive(pane_id):
+                    break
+                time.sleep(poll_interval)
+        raise AnswerNotReceived(f"pane {pane_id} did not react to the answer {answer!r}")
+
+    # -- stopping -------------------------------------------------------------
+
+    def stop(
+        self,
+        label: str,
+        mode: str,
+        *,
+        exit_keys: Sequence[str] = ("C-c",),
+        timeout: float = 10.0,
+        poll_interval: float = 0.1,
+    ) -> StopResult:
+        """Stop `label`'s agents: graceful (exit keys, wait), soft (no-op), hard (kill session).
+
+        graceful sends `exit_keys` (tmux key names, e.g. "C-c" or "/exit" then
+        "Enter") to every live agent pane and waits up to `timeout` for them to
+        exit; the tmux session stays so the conversation can be resumed.
+        """
+        if mode not in STOP_MODES:
+            raise InvalidStopMode(f"stop mode must be graceful, soft or hard, not {mode!r}")
+        session = self._session(label)
+        if session is None:
+            return StopResult(label=label, mode=mode, session_existed=False)
+        if mode == "soft":
+            return StopResult(label=label, mode=mode, session_existed=True)
+        if mode == "hard":
+            session.kill()
+            return StopResult(label=label, mode=mode, session_existed=True, session_killed=True)
+        live = [pane_id for pane_id in self.agent_panes(label) if self.pane_alive(pane_id)]
+        for pane_id in live:
+            pane = self._pane(pane_id)
+            for key in exit_keys:
+                self._check(pane.cmd("send-keys", key), "send-keys")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self.pane_alive(p) for p in live):
+            time.sleep(poll_interval)
+        exited = tuple(p for p in live if not self.pane_alive(p))
+        running = tuple(p for p in live if self.pane_alive(p))
+        return StopResult(
+            label=label,
+            mode=mode,
+            session_existed=True,
+            exited_panes=exited,
+            still_running_panes=running,
+        )
+
+    # -- control room ---------------------------------------------------------
+
+    def control_room_split(
+        self,
+        job_id: str,
+        log_path: str | Path,
+        follow_cmd_argv: Sequence[str],
+        session_label: str = CONTROL_ROOM_LABEL,
+    ) -> ControlRoom:
+        """Open window `w:<job>`: `tail -F` of the pane log (70 %) over the follow command (30 %).
+
+        Reuses the window when it is already open.
+        """
+        window_name = f"w:{job_id}"
+        self.ensure_session(session_label)
+        session = self._session(session_label)
+        if session is None:
+            raise SessionNotFound(f"tmux session for {session_label!r} vanished")
+        for window in session.windows:
+            if window.window_name == window_name and len(window.panes) == 2:
+                top, bottom = sorted(window.panes, key=lambda p: int(p.pane_top or 0))
+                return ControlRoom(
+                    window_id=str(window.window_id),
+                    log_pane_id=str(top.pane_id),
+                    follow_pane_id=str(bottom.pane_id),
+                    created=False,
+                )
+        log = Path(log_path).resolve()
+        window = session.new_window(
+            window_name=window_name,
+            attach=False,
+            window_shell=f"exec tail -F {shlex.quote(str(log))}",
+        )
+        top_pane = window.active_pane
+        if top_pane is None:
+            raise TmuxCommandFailed("control-room window has no pane")
+        bottom_pane = top_pane.split(
+            direction=PaneDirection.Below,
+            size="30%",
+            shell=shlex.join(["exec", *follow_cmd_argv]) if follow_cmd_argv else None,
+        )
+        return ControlRoom(
+            window_id=str(window.window_id),
+            log_pane_id=str(top_pane.pane_id),
+            follow_pane_id=str(bottom_pane.pane_id),
+        )
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _pane(self, pane_id: str) -> Pane:
+        """A handle on exactly `pane_id`; every command through it carries `-t pane_id`."""
+        if not _PANE_ID.fullmatch(pane_id):
+            raise PaneNotFound(f"{pane_id!r} is not a tmux pane id (like %3)")
+        return Pane(server=self.server, pane_id=pane_id)
+
+    def _live_pane(self, pane_id: str) -> Pane:
+        pane = self._pane(pane_id)
+        status = self.pane_status(pane_id)
+        if not status.exists:
+            raise PaneNotFound(f"no pane {pane_id} on tmux server {self.socket_name!r}")
+        if status.dead:
+            raise PaneDead(f"pane {pane_id} has exited; nothing can be typed into it")
+        return pane
+
+    @staticmethod
+    def _check(result: object, what: str) -> None:
+        stderr = getattr(result, "stderr", None)
+        if stderr:
+            raise TmuxCommandFailed(f"tmux {what} failed: {' '.join(stderr)}")
+
+
+__all__ = [
+    "STOP_MODES",
+    "ControlRoom",
+    "PaneStatus",
+    "SessionInfo",
+    "StopMode",
+    "StopResult",
+    "TmuxDriver",
+    "TmuxError",
+]

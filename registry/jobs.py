@@ -1,0 +1,236 @@
+"""The job registry: work distribution (pick, leases) and event recording over ``JobStore``.
+
+Recording an event is the path every transport ends in (CLI, MQTT, bus):
+validate, verify the signature, dedupe by (job_id, seq), append ``job.event``
+to the bus, track seq gaps and move the job's status, in one transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bus import claims
+from bus.db import now_ms
+from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob
+from registry.events import Event, build_event, event_from_dict, parse_event
+from registry.jobstore import FINAL_STATUSES, JobStore
+from registry.records import Job, account_seq, check_label, iso_from_ms
+from registry.signing import sign, verify
+
+log = logging.getLogger(__name__)
+
+Via = Literal["cli", "mqtt", "bus"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What recording one event did: its bus seq, the job's status after it,
+    and how many of the job's event seqs are now known to be missing."""
+
+    job_id: str
+    seq: int
+    event: Event
+    bus_seq: int
+    status: str
+    missing_count: int
+
+
+class Registry(JobStore):
+    """The registry a command, the TUI or a transport talks to."""
+
+    def pick(self, agent_session: str, *, claimer: str | None = None) -> Job:
+        """Claim the oldest pending job of ``agent_session`` and flip it to running.
+
+        One transaction: two processes sharing a label never get the same job,
+        and distinct labels never see each other's work. Expired leases of
+        that label are swept back to pending first. NoPendingJob if none.
+        """
+        return self.pick_claim(agent_session, claimer=claimer)[0]
+
+    def pick_claim(
+        self, agent_session: str, *, claimer: str | None = None
+    ) -> tuple[Job, claims.Claim]:
+        """``pick``, also returning the lease claim a queue worker renews and completes."""
+        check_label("agent_session", agent_session)
+        who = claimer or agent_session
+        with self._write() as conn:
+            self._expire(conn, agent_session)
+            for _ in range(1000):
+                claim = claims.claim_next(conn, agent_session, who)
+                if claim is None:
+                    break
+                job = self._load(conn, claim.task_id)
+                if job is None or job.status != "pending":
+                    # A task whose job is gone or already moved on: settle it, look again.
+                    claims.settle(conn, claim.task_id)
+                    continue
+                claim = claims.renew(conn, claim, lease_ms=job.timeout_sec * 1000)
+                self._move(conn, job, "running", f"picked by {who}", transition="pick")
+                return self._require(conn, job.job_id), claim
+        raise NoPendingJob(f"no pending job for agent session {agent_session!r}")
+
+    def expire_leases(self, agent_session: str | None = None) -> builtins.list[str]:
+        """Move running jobs whose lease ran out back to pending (retry_count + 1)."""
+        with self._write() as conn:
+            return self._expire(conn, agent_session)
+
+    def heartbeat(self, claim: claims.Claim, lease_sec: int | None = None) -> claims.Claim:
+        """Renew a worker's claim on a job and the job's lease (seed 004 heartbeat).
+
+        StaleClaim if the claim was lost (its lease expired and it was swept or re-picked).
+        """
+        with self._write() as conn:
+            job = self._require(conn, claim.task_id)
+            lease_ms = (lease_sec or job.timeout_sec) * 1000
+            renewed = claims.renew(conn, claim, lease_ms=lease_ms)
+            conn.execute(
+                "UPDATE jobs SET lease_until = ?, lease_until_ms = ? WHERE job_id = ?",
+                (iso_from_ms(renewed.lease_until_ms), renewed.lease_until_ms, job.job_id),
+            )
+            return renewed
+
+    def complete_claim(
+        self, claim: claims.Claim, result: Any = None, *, status: str = "completed"
+    ) -> bool:
+        """A queue worker finished its job: fenced by the claim's attempt.
+
+        False when this same claim already completed it (an idempotent retry);
+        StaleClaim when the claim is no longer current.
+        """
+        with self._write() as conn:
+            job = self._require(conn, claim.task_id)
+            if not claims.complete(conn, claim, result):
+                return False
+            reason = f"{status} by {claim.agent} (attempt {claim.attempt})"
+            self._move(conn, job, status, reason, result=result)
+            return True
+
+    def _expire(self, conn: sqlite3.Connection, agent_session: str | None) -> builtins.list[str]:
+        moved = []
+        for task in claims.expired(conn, queue=agent_session):
+            job = self._load(conn, task.task_id)
+            if job is None or job.status != "running":
+                continue
+            self._move(conn, job, "pending", "lease expired", transition="lease_expired")
+            moved.append(job.job_id)
+        return moved
+
+    def next_seq(self, job_id: str) -> int:
+        """Allocate the job's next event seq (persisted, so it survives restarts)."""
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            conn.execute(
+                "UPDATE jobs SET last_seq = ? WHERE job_id = ?", (job.last_seq + 1, job_id)
+            )
+            return job.last_seq + 1
+
+    def publish(
+        self,
+        job_id: str,
+        event: str,
+        detail: str = "",
+        data: Mapping[str, Any] | None = None,
+        *,
+        token: str | None = None,
+    ) -> Recorded:
+        """Build the job's next-seq event, sign it, record it, audit it as ``published``.
+
+        ``token`` (a remote agent's ORCHESTRATE_JOB_TOKEN) overrides the job's
+        own. Seq allocation and recording are one transaction, so a refused
+        event leaves no gap.
+        """
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            built = build_event(job_id, job.last_seq + 1, event, detail, dict(data or {}))
+            key = token or job.auth_token
+            if key:
+                built = sign(built, key)
+            signed = built
+            self._after_commit(lambda: self.audit.record_published(signed))
+            return self._record(conn, built, "cli")
+
+    def record_event(
+        self, raw: bytes | str | Mapping[str, Any] | Event, *, via: Via = "cli"
+    ) -> Recorded:
+        """The path every transport ends in: validate, verify, dedupe, append, move status.
+
+        Raises InvalidEvent (malformed), SignatureError (missing/forged when the
+        job signs), JobNotFound, DuplicateEvent (seq already recorded),
+        EventAfterTerminal (the job already ended), IllegalTransition.
+        Nothing is stored when it raises.
+        """
+        if isinstance(raw, Event):
+            event = raw
+        elif isinstance(raw, Mapping):
+            event = event_from_dict(dict(raw))
+        else:
+            event = parse_event(raw)
+        with self._write() as conn:
+            if via != "cli":
+                self._after_commit(lambda: self.audit.record_received(event, source=via))
+            return self._record(conn, event, via)
+
+    def _record(self, conn: sqlite3.Connection, event: Event, via: Via) -> Recorded:
+        job = self._require(conn, event.job_id)
+        where = f"job {job.job_id} seq {event.seq} ({event.event})"
+        if job.auth_token is not None:
+            verify(event, job.auth_token)
+        message_id = f"{job.job_id}:{event.seq}"
+        if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
+            raise DuplicateEvent(f"duplicate seq {event.seq} for job {job.job_id}")
+        if job.status in FINAL_STATUSES:
+            log.info("ignoring %s via %s: job already %s", where, via, job.status)
+            raise EventAfterTerminal(f"{where} arrived after the job was {job.status}; ignored")
+        if event.seq <= job.seq_floor:
+            log.info("ignoring %s via %s: from before the resume", where, via)
+            raise EventAfterTerminal(
+                f"{where} belongs to an attempt before the job was resumed; ignored"
+            )
+        bus_seq = self._publish(
+            conn,
+            "job.event",
+            job.job_id,
+            event.to_dict(),
+            message_id=message_id,
+            from_agent=job.job_id,
+        )
+        missing, max_seen = account_seq(job.missing_seqs, job.max_seen_seq, event.seq)
+        conn.execute(
+            "UPDATE jobs SET last_seq = MAX(last_seq, ?), max_seen_seq = ?, missing_seqs = ?, "
+            "last_event = ?, last_event_at = ?, last_detail = ?, updated_at = ? "
+            "WHERE job_id = ?",
+            (
+                event.seq,
+                max_seen,
+                json.dumps(missing),
+                event.event,
+                event.timestamp,
+                event.detail,
+                iso_from_ms(now_ms()),
+                job.job_id,
+            ),
+        )
+        if missing != job.missing_seqs and len(missing) > len(job.missing_seqs):
+            log.info("job %s: gap before seq %d", job.job_id, event.seq)
+        job = self._require(conn, job.job_id)
+        reason = f"agent published {event.event} (seq {event.seq})"
+        if job.status == "pending":
+            start_reason = reason if not event.is_terminal else f"{reason} without started"
+            self._move(conn, job, "running", start_reason, transition="start")
+            job = self._require(conn, job.job_id)
+        elif not event.is_terminal:
+            self._extend(conn, job, job.timeout_sec)
+        if event.is_terminal:
+            target = "completed" if event.event == "completed" else "error"
+            if event.event == "error" and event.detail:
+                reason = f"{reason}: {event.detail[:200]}"
+            result = {"event": event.event, "seq": event.seq, "detail": event.detail}
+            self._move(conn, job, target, reason, result=result)
+            job = self._require(conn, job.job_id)
+        return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)

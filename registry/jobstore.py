@@ -1,0 +1,362 @@
+"""Job records and their moves: register, read, and state-machine transitions in one transaction.
+
+Every write is one transaction on the bus's database: the job row, its
+transition history, its task_claims row (the lease queue from ``bus.claims``,
+queue = agent_session, task_id = job_id) and the bus messages describing the
+change (``job.registered``, ``job.status``) commit together or not at all.
+The audit log is written after the commit, best-effort. ``registry.jobs``
+builds work distribution (pick, leases) and event recording on top.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Self
+
+from bus import claims
+from bus.blobs import encode_payload
+from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms, translate
+from bus.messages import Bus, Outgoing, insert_message
+from registry import states, store
+from registry.audit import AuditLog
+from registry.errors import InvalidJobInput, JobNotFound
+from registry.records import (
+    DEFAULT_IDLE_TIMEOUT_SEC,
+    DEFAULT_TIMEOUT_SEC,
+    Job,
+    check_artifacts,
+    check_broker,
+    check_label,
+    check_prompt,
+    check_seconds,
+    check_topic_prefix,
+    iso_from_ms,
+    iso_ms_from_ms,
+    job_from_row,
+)
+
+REGISTRY_AGENT = "registry"
+FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
+
+
+class JobStore:
+    """Jobs in ``bus``'s database. Safe to use from several processes at once
+    (connections are per thread, every write is one IMMEDIATE transaction)."""
+
+    def __init__(self, bus: Bus, *, audit: AuditLog | None = None, audited: bool = True) -> None:
+        """``audited=False`` skips the audit log (bulk loads, benchmarks): each
+        audit line costs an fsync, far more than the SQLite commit it shadows."""
+        self.bus = bus
+        self.db = bus.db
+        self.audit = audit if audit is not None else AuditLog(bus.db.state_dir)
+        self.audited = audited
+        self._local = threading.local()
+        store.ensure_schema(self.db.conn, self.db.path)
+
+    @classmethod
+    def open(
+        cls, state_dir: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, audited: bool = True
+    ) -> Self:
+        """The registry in ``state_dir/state.db`` (created and migrated if new)."""
+        return cls(Bus(BusDB(state_dir, busy_timeout_ms=busy_timeout_ms)), audited=audited)
+
+    # -- transactions with after-commit actions ----------------------------------
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; audit actions queued in it run only after COMMIT.
+
+        Registry methods nest (the outermost one owns the queue). When the
+        caller holds the transaction itself, the actions run when the
+        outermost registry call returns, before the caller commits.
+        """
+        owner = not getattr(self._local, "active", False)
+        if owner:
+            self._local.active, self._local.after = True, []
+        try:
+            with self.db.transaction() as tx:
+                yield tx
+        except sqlite3.Error as exc:
+            raise translate(exc, self.db.path) from exc
+        finally:
+            if owner:
+                self._local.active = False
+        if owner:
+            actions: list[Callable[[], None]] = self._local.after
+            self._local.after = []
+            for action in actions:
+                action()
+
+    def _after_commit(self, action: Callable[[], None]) -> None:
+        """Queue an audit write for after COMMIT (dropped if the transaction fails)."""
+        if self.audited:
+            self._local.after.append(action)
+
+    # -- reading --------------------------------------------------------------
+    def get(self, job_id: str) -> Job:
+        """The job ``job_id``; JobNotFound if there is none."""
+        job = self._load(self.db.conn, job_id)
+        if job is None:
+            raise JobNotFound(f"no job {job_id!r}")
+        return job
+
+    def list(self, *, status: str | None = None, agent_session: str | None = None) -> list[Job]:
+        """Jobs oldest first, optionally only one status and/or one session."""
+        if status is not None:
+            states.JOB.require_state(status)
+        sql, params = "SELECT * FROM jobs WHERE 1", []
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        if agent_session is not None:
+            sql += " AND agent_session = ?"
+            params.append(agent_session)
+        rows = self._read(sql + " ORDER BY created_at_ms, rowid", tuple(params))
+        return [job_from_row(row) for row in rows]
+
+    def history(self, job_id: str) -> builtins.list[states.StateChange]:
+        """The job's recorded transitions, oldest first."""
+        self.get(job_id)
+        rows = self._read(
+            "SELECT at, from_status, to_status, reason, transition FROM job_transitions "
+            "WHERE job_id = ? ORDER BY id",
+            (job_id,),
+        )
+        return [states.StateChange(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def why(self, job_id: str) -> str:
+        """One line saying why the job is in its current state."""
+        return states.explain(states.JOB, self.history(job_id))
+
+    def _load(self, conn: sqlite3.Connection, job_id: str) -> Job | None:
+        try:
+            row = conn.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.db.path) from exc
+        return job_from_row(row) if row is not None else None
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> builtins.list[sqlite3.Row]:
+        try:
+            return list(self.db.conn.execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            raise translate(exc, self.db.path) from exc
+
+    # -- registering ------------------------------------------------------------
+    def register(
+        self,
+        prompt: str,
+        agent: str,
+        agent_session: str,
+        *,
+        timeout_sec: int = DEFAULT_TIMEOUT_SEC,
+        idle_timeout_sec: int = DEFAULT_IDLE_TIMEOUT_SEC,
+        expected_artifacts: Iterable[str] = (),
+        broker: Mapping[str, Any] | None = None,
+        sign_events: bool = True,
+        topic_prefix: str | None = None,
+    ) -> Job:
+        """Register a pending job and enqueue it for its agent_session."""
+        check_prompt(prompt)
+        check_label("agent", agent)
+        check_label("agent_session", agent_session)
+        check_seconds("timeout", timeout_sec)
+        check_seconds("idle timeout", idle_timeout_sec)
+        artifacts = check_artifacts(expected_artifacts)
+        block = check_broker(broker)
+        if topic_prefix is not None:
+            topic_prefix = check_topic_prefix(topic_prefix)
+        token = secrets.token_urlsafe(32) if sign_events else None
+        with self._write() as conn:
+            at_ms = now_ms()
+            job_id = self._new_job_id(conn)
+            stamp = iso_from_ms(at_ms)
+            conn.execute(
+                "INSERT INTO jobs (job_id, status, created_at, updated_at, created_at_ms, prompt, "
+                "agent, agent_session, broker, topic_prefix, timeout_sec, idle_timeout_sec, "
+                "expected_artifacts, auth_token) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job_id,
+                    states.JOB.initial,
+                    stamp,
+                    stamp,
+                    at_ms,
+                    prompt,
+                    agent,
+                    agent_session,
+                    json.dumps(block) if block is not None else None,
+                    topic_prefix or f"jobs/{job_id}",
+                    timeout_sec,
+                    idle_timeout_sec,
+                    json.dumps(artifacts, ensure_ascii=False),
+                    token,
+                ),
+            )
+            self._record_transition(conn, job_id, at_ms, None, "pending", "registered", None)
+            claims.enqueue(conn, job_id, queue=agent_session, at_ms=at_ms)
+            self._publish(
+                conn,
+                "job.registered",
+                job_id,
+                {
+                    "job_id": job_id,
+                    "agent": agent,
+                    "agent_session": agent_session,
+                    "created_at": stamp,
+                },
+            )
+            job = self._require(conn, job_id)
+            record = job.to_dict(show_token=True)
+            self._after_commit(lambda: self.audit.record_registered(record))
+        return job
+
+    def _new_job_id(self, conn: sqlite3.Connection) -> str:
+        for _ in range(100):
+            job_id = secrets.token_hex(4)
+            if conn.execute("SELECT 1 FROM jobs WHERE job_id = ?", (job_id,)).fetchone() is None:
+                return job_id
+        raise InvalidJobInput("could not allocate a free job id (registry full?)")
+
+    # -- status changes -----------------------------------------------------------
+    def set_status(self, job_id: str, status: str, reason: str = "") -> Job:
+        """Move a job to ``status`` by hand (`job status --set`), through the machine.
+
+        Marking a pending job completed or error (seed 001's quick reference
+        does) passes through running, so the history shows both legal steps.
+        """
+        states.JOB.require_state(status)
+        why = reason or f"set to {status} by hand"
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            if job.status == "pending" and status in ("completed", "error"):
+                self._move(conn, job, "running", why, transition="start")
+                job = self._require(conn, job_id)
+            self._move(conn, job, status, why)
+            return self._require(conn, job_id)
+
+    def cancel(self, job_id: str, reason: str = "cancelled by user") -> Job:
+        """pending|running -> cancelled; its queued task is settled."""
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            states.next_state(states.JOB, job.status, "cancel", job_id)
+            self._move(conn, job, "cancelled", reason, transition="cancel")
+            return self._require(conn, job_id)
+
+    def resume(self, job_id: str, reason: str = "resumed by user") -> Job:
+        """error|cancelled -> pending: a new attempt of the same job, queued again.
+
+        Events of the earlier attempt (seq <= last_seq now) are refused from here on.
+        """
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            states.next_state(states.JOB, job.status, "resume", job_id)
+            self._move(conn, job, "pending", reason, transition="resume")
+            return self._require(conn, job_id)
+
+    def _move(
+        self,
+        conn: sqlite3.Connection,
+        job: Job,
+        target: str,
+        reason: str,
+        *,
+        transition: str | None = None,
+        result: Any = None,
+    ) -> None:
+        """Apply one legal transition: row, task, history, bus message, audit."""
+        states.check_transition(states.JOB, job.status, target, job.job_id)
+        at_ms = now_ms()
+        stamp = iso_from_ms(at_ms)
+        fields: dict[str, Any] = {"status": target, "updated_at": stamp}
+        if target == "running":
+            lease_ms = at_ms + job.timeout_sec * 1000
+            if transition != "pick":  # pick claimed through claim_next already
+                claims.try_claim(
+                    conn, job.job_id, job.agent_session, lease_ms=job.timeout_sec * 1000
+                )
+            fields |= {
+                "claimed_at": stamp,
+                "lease_until": iso_from_ms(lease_ms),
+                "lease_until_ms": lease_ms,
+            }
+        elif target == "pending":
+            claims.requeue(conn, job.job_id, at_ms=at_ms)
+            fields |= {"claimed_at": None, "lease_until": None, "lease_until_ms": None}
+            if job.status == "running":
+                fields["retry_count"] = job.retry_count + 1
+            else:  # resume: a new attempt; late events of the old one are refused
+                fields |= {"completed_at": None, "result": None, "seq_floor": job.last_seq}
+        else:  # completed, error, cancelled: final
+            text = encode_payload(result) if result is not None else None
+            claims.settle(conn, job.job_id, result=text, at_ms=at_ms)
+            fields |= {"completed_at": stamp, "lease_until": None, "lease_until_ms": None}
+            if text is not None:
+                fields["result"] = text
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        conn.execute(
+            f"UPDATE jobs SET {assignments} WHERE job_id = ?", (*fields.values(), job.job_id)
+        )
+        self._record_transition(conn, job.job_id, at_ms, job.status, target, reason, transition)
+        self._publish(
+            conn,
+            "job.status",
+            job.job_id,
+            {"job_id": job.job_id, "from": job.status, "to": target, "reason": reason},
+        )
+        before = job.status
+        self._after_commit(
+            lambda: self.audit.record_status_changed(job.job_id, before, target, reason)
+        )
+
+    def _extend(self, conn: sqlite3.Connection, job: Job, lease_sec: int) -> None:
+        lease_ms = now_ms() + lease_sec * 1000
+        if job.lease_until_ms is not None and job.lease_until_ms >= lease_ms:
+            return
+        claims.extend(conn, job.job_id, lease_ms)
+        conn.execute(
+            "UPDATE jobs SET lease_until = ?, lease_until_ms = ? WHERE job_id = ?",
+            (iso_from_ms(lease_ms), lease_ms, job.job_id),
+        )
+
+    def _record_transition(
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        at_ms: int,
+        from_status: str | None,
+        to_status: str,
+        reason: str,
+        transition: str | None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO job_transitions (job_id, at, at_ms, from_status, to_status, reason, "
+            "transition) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (job_id, iso_ms_from_ms(at_ms), at_ms, from_status, to_status, reason, transition),
+        )
+
+    def _publish(
+        self,
+        conn: sqlite3.Connection,
+        kind: str,
+        job_id: str,
+        payload: dict[str, Any],
+        *,
+        message_id: str | None = None,
+        from_agent: str = REGISTRY_AGENT,
+    ) -> int:
+        extra = {"id": message_id} if message_id else {}
+        message = Outgoing(
+            type=kind, from_agent=from_agent, payload=payload, correlation_id=job_id, **extra
+        )
+        return insert_message(conn, self.bus.blobs, message).seq
+
+    def _require(self, conn: sqlite3.Connection, job_id: str) -> Job:
+        job = self._load(conn, job_id)
+        if job is None:
+            raise JobNotFound(f"no job {job_id!r}")
+        return job

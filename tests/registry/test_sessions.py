@@ -1,0 +1,64 @@
+"""Session records and their state machine on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bus.db import BusDB
+from bus.messages import Bus
+from registry.errors import IllegalTransition, InvalidJobInput, SessionNotFound, UnknownStatus
+from registry.sessions import SessionStore, tmux_session_name
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> SessionStore:
+    return SessionStore(Bus(BusDB(tmp_path / "state")))
+
+
+def test_create_and_read(sessions: SessionStore) -> None:
+    created = sessions.create("tmux:claude-a", "claude-code", agent_cmd="claude", workdir="w")
+    assert created.state == "running" and created.tmux_session == "orch-tmux-claude-a"
+    assert sessions.get("tmux:claude-a") == created
+    assert [s.label for s in sessions.list()] == ["tmux:claude-a"]
+    assert created.to_dict()["agent_cmd"] == "claude"
+    with pytest.raises(InvalidJobInput, match="already exists"):
+        sessions.create("tmux:claude-a", "claude-code")
+    with pytest.raises(SessionNotFound):
+        sessions.get("tmux:nobody")
+
+
+def test_tmux_names_are_safe() -> None:
+    assert tmux_session_name("tmux:claude.b") == "orch-tmux-claude-b"
+    assert tmux_session_name("::") == "orch-session"
+
+
+def test_stop_modes_and_resume(sessions: SessionStore) -> None:
+    """graceful -> stopped, soft -> archived, hard -> terminated (final)."""
+    sessions.create("a", "codex")
+    assert sessions.stop("a", "graceful").state == "stopped"
+    assert sessions.resume("a").state == "running"
+    assert sessions.stop("a", "soft").state == "archived"
+    assert sessions.resume("a").state == "running"
+    assert sessions.stop("a", "hard").state == "terminated"
+    with pytest.raises(IllegalTransition):
+        sessions.resume("a")
+    with pytest.raises(InvalidJobInput, match="graceful, soft or hard"):
+        sessions.stop("a", "gentle")
+    with pytest.raises(UnknownStatus):
+        sessions.set_state("a", "sleeping")
+    assert "terminated at" in sessions.why("a")
+    assert "resumed 2\u00d7" in sessions.why("a")
+    moves = [(c.from_state, c.to_state) for c in sessions.history("a")]
+    assert moves[0] == (None, "running") and moves[-1] == ("running", "terminated")
+    kinds = [m.payload["to"] for m in sessions.bus.read_after(0) if m.type == "session.status"]
+    assert kinds == ["running", "stopped", "running", "archived", "running", "terminated"]
+
+
+def test_terminated_label_can_be_created_again(sessions: SessionStore) -> None:
+    sessions.create("a", "codex")
+    sessions.stop("a", "hard")
+    again = sessions.create("a", "claude-code")
+    assert (again.state, again.agent) == ("running", "claude-code")
+    assert [c.to_state for c in sessions.history("a")] == ["running", "terminated", "running"]
