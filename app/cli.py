@@ -23,6 +23,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "msg": "app.commands.msg:msg",
     "export": "app.commands.msg:export",
     "watch": "app.commands.watch:watch",
+    "broker": "app.commands.broker:broker",
     "history": "app.commands.history:history",
 }
 
@@ -92,7 +93,8 @@ def domain_errors() -> tuple[type[Exception], ...]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning domain errors into `orchestrate: <reason>`."""
     try:
-        cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
+        # standalone_mode=False turns ctx.exit(n) into a return value: pass it on.
+        code = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("orchestrate: aborted", err=True)
         sys.exit(130)
@@ -106,4 +108,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(getattr(exc, "exit_code", 1))
     except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(0)
+    sys.exit(code if type(code) is int else 0)

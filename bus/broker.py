@@ -288,7 +288,9 @@ def write_config(
     if tls:
         certs = directory / "certs"
         tls_files = TlsFiles(certs / "ca.crt", certs / "server.crt", certs / "server.key")
-        if not all(p.exists() for p in asdict(tls_files).values()):
+        if all(p.exists() for p in asdict(tls_files).values()):
+            _give_to_broker_user(tls_files.ca_cert, tls_files.server_cert, tls_files.server_key)
+        else:
             tls_files = create_test_ca(certs)
     if users:
         _write_passwords(directory / "passwd", users)
@@ -409,9 +411,17 @@ class Mosquitto:
             wait_listening(settings.bind, settings.port, timeout, self.proc)
         except BrokerSetupError as exc:
             self.kill()
-            raise BrokerSetupError(f"{exc}; see {self.directory / LOG_NAME}") from exc
+            raise BrokerSetupError(f"{exc}: {self._last_log_line()}") from exc
         self.pid_file.write_text(f"{self.proc.pid}\n")
         return self.proc.pid
+
+    def _last_log_line(self) -> str:
+        log_path = self.directory / LOG_NAME
+        try:
+            lines = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            lines = []
+        return f"{lines[-1].split(': ', 1)[-1]} (log: {log_path})" if lines else f"see {log_path}"
 
     def running_pid(self) -> int | None:
         """The pid in the pid file if that process is a live mosquitto, else None."""

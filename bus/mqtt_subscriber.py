@@ -110,15 +110,15 @@ class MqttSubscriber:
         self.manual_ack = manual_ack
         self.reconnect_min_s = reconnect_min_s
         self.reconnect_max_s = reconnect_max_s
-        self._protocol = (
-            MQTTProtocolVersion.MQTTv311 if protocol == "3.1.1" else (MQTTProtocolVersion.MQTTv5)
-        )
+        v311 = protocol == "3.1.1"
+        self._protocol = MQTTProtocolVersion.MQTTv311 if v311 else MQTTProtocolVersion.MQTTv5
         self._may_fall_back = protocol == "auto"
         self._messages: queue.Queue[ReceivedMessage] = queue.Queue()
         self._lock = threading.Lock()
         self._connected_event = threading.Event()
         self._state = ConnectionState.NONE
-        self._connection = 0
+        self._connection = 0  # counts successful CONNACKs; tags each message
+        self._live_connection = -1  # the counter while that connection is up
         self._stopping = False
         self._client: mqtt.Client | None = None
         self.last_error: str | None = None
@@ -179,6 +179,7 @@ class MqttSubscriber:
         with self._lock:
             client, self._client = self._client, None
             self._stopping = True
+            self._live_connection = -1
             self._state = ConnectionState.NONE
             self._connected_event.clear()
         if client is not None:
@@ -230,7 +231,7 @@ class MqttSubscriber:
             return True
         with self._lock:
             client = self._client
-            current = self._connection if self._state == ConnectionState.CONNECTED else -1
+            current = self._live_connection
         if client is None or message.connection != current:
             return False
         return client.ack(message.mid, message.qos) == mqtt.MQTT_ERR_SUCCESS
@@ -250,9 +251,11 @@ class MqttSubscriber:
             if self._may_fall_back and int(getattr(reason, "value", 0)) in _UNSUPPORTED_PROTOCOL:
                 threading.Thread(target=self._fall_back_to_311, daemon=True).start()
             return
+        self.last_error = None
         self.session_present = bool(getattr(flags, "session_present", False))
         with self._lock:
             self._connection += 1
+            self._live_connection = self._connection
             v5 = self._protocol == MQTTProtocolVersion.MQTTv5
         log.info(
             "subscriber %s connected to %s (session present: %s)",
@@ -307,13 +310,16 @@ class MqttSubscriber:
         try:
             with self._lock:
                 self._connected_event.clear()
+                self._live_connection = -1
                 if self._stopping:
                     self._state = ConnectionState.NONE
                     return
                 if self._state != ConnectionState.CONNECTING:
                     self._state = ConnectionState.RECONNECTING
-            self.last_error = f"connection lost: {reason}"
-            log.warning("subscriber %s: %s; reconnecting", self.client_id, self.last_error)
+            if not (self.last_error or "").startswith("broker refused"):
+                # keep the refusal: "Protocol error" after it would hide the cause
+                self.last_error = f"connection lost: {reason}"
+            log.warning("subscriber %s: connection lost (%s); reconnecting", self.client_id, reason)
         except Exception:
             log.exception("subscriber %s: error handling a disconnect", self.client_id)
 

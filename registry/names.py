@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 
 from bus.messages import Bus
@@ -12,8 +13,6 @@ def known_names(bus: Bus) -> set[str]:
     conn = bus.db.conn
     names: set[str] = set()
     for sql in ("SELECT job_id FROM jobs", "SELECT label FROM sessions"):
-        try:
+        with contextlib.suppress(sqlite3.OperationalError):  # no registry tables yet
             names.update(row[0] for row in conn.execute(sql))
-        except sqlite3.OperationalError:  # registry tables not created yet
-            pass
     return names

@@ -18,7 +18,17 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     directory = tmp_path / "state"
     monkeypatch.setenv("ORCHESTRATE_HOME", str(directory))
     monkeypatch.delenv("ORCHESTRATE_JOB", raising=False)
-    for name in ("MQTT_BROKER", "MQTT_PORT", "MQTT_TLS", "MQTT_USERNAME", "MQTT_PASSWORD"):
+    for name in (
+        "MQTT_BROKER",
+        "MQTT_PORT",
+        "MQTT_TLS",
+        "MQTT_USERNAME",
+        "MQTT_PASSWORD",
+        "MQTT_CA_CERTS",
+        "MQTT_CERTFILE",
+        "MQTT_KEYFILE",
+        "ORCHESTRATE_JOB_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
     yield directory
 

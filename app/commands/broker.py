@@ -1,0 +1,153 @@
+"""`orchestrate broker config/start/stop/status`: a hardened local Mosquitto for development."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from app.settings import Settings
+from bus.broker import (
+    CONFIG_NAME,
+    LOG_NAME,
+    BrokerSettings,
+    BrokerUser,
+    Mosquitto,
+    check_port,
+    read_settings,
+    rewrite_port,
+    write_config,
+)
+
+DIR_OPTION = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Broker directory (default: <state dir>/broker).",
+)
+
+
+def broker_dir(ctx: click.Context, directory: Path | None) -> Path:
+    settings: Settings = ctx.obj
+    return (directory or settings.state_dir / "broker").expanduser().resolve()
+
+
+def env_hint(directory: Path, settings: BrokerSettings) -> str:
+    """The MQTT_* lines a client needs to reach this broker."""
+    host = "localhost" if settings.tls else settings.bind
+    lines = [f"MQTT_BROKER={host}", f"MQTT_PORT={settings.port}"]
+    if settings.tls:
+        lines += ["MQTT_TLS=1", f"MQTT_CA_CERTS={directory / 'certs' / 'ca.crt'}"]
+    return "\n".join(f"export {line}" for line in lines)
+
+
+@click.group()
+def broker() -> None:
+    """Write a hardened Mosquitto config and run a local broker on loopback."""
+
+
+@broker.command("config")
+@DIR_OPTION
+@click.option("--port", type=int, default=None, help="Listener port (1883, 8883 with --tls).")
+@click.option("--bind", default="127.0.0.1", show_default=True, help="Listener address.")
+@click.option("--tls", is_flag=True, help="TLS listener; creates a test CA unless one exists.")
+@click.option(
+    "--user",
+    "workers",
+    multiple=True,
+    metavar="NAME:PASS[:JOB,...]",
+    help="A worker: may only write <prefix>/JOB/events (default JOB: its name).",
+)
+@click.option(
+    "--control",
+    "controls",
+    multiple=True,
+    metavar="NAME:PASS",
+    help="A control-room user: may only read <prefix>/+/events.",
+)
+@click.option("--prefix", default="jobs", show_default=True, help="Topic prefix.")
+@click.pass_context
+def config_command(
+    ctx: click.Context,
+    directory: Path | None,
+    port: int | None,
+    bind: str,
+    tls: bool,
+    workers: tuple[str, ...],
+    controls: tuple[str, ...],
+    prefix: str,
+) -> None:
+    """Write mosquitto.conf, the password file and the ACL (users turn off anonymous access)."""
+    target = broker_dir(ctx, directory)
+    users = [BrokerUser.parse(spec, "worker") for spec in workers]
+    users += [BrokerUser.parse(spec, "control") for spec in controls]
+    port = check_port(port if port is not None else (8883 if tls else 1883))
+    conf = write_config(target, port=port, bind=bind, tls=tls, users=users, topic_prefix=prefix)
+    click.echo(f"wrote {conf}")
+    settings = read_settings(target)
+    assert settings is not None
+    click.echo(env_hint(target, settings))
+
+
+@broker.command("start")
+@DIR_OPTION
+@click.option("--port", type=int, default=None, help="Listener port (rewrites the config).")
+@click.pass_context
+def start_command(ctx: click.Context, directory: Path | None, port: int | None) -> None:
+    """Start mosquitto in the background (a plain loopback config if none exists yet)."""
+    target = broker_dir(ctx, directory)
+    if port is not None:
+        check_port(port)
+    if not (target / CONFIG_NAME).exists():
+        write_config(target, port=port or 1883)
+    elif port is not None:
+        rewrite_port(target, port)
+    # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).
+    process = Mosquitto(target, binary=os.environ.get("ORCHESTRATE_MOSQUITTO") or None)
+    pid = process.start()
+    settings = process.settings
+    click.echo(f"mosquitto running (pid {pid}) on {settings.bind}:{settings.port}")
+    click.echo(env_hint(target, settings))
+
+
+@broker.command("stop")
+@DIR_OPTION
+@click.pass_context
+def stop_command(ctx: click.Context, directory: Path | None) -> None:
+    """Stop the local mosquitto (SIGTERM, so it saves its persistence file)."""
+    if Mosquitto(broker_dir(ctx, directory)).stop():
+        click.echo("mosquitto stopped")
+    else:
+        click.echo("mosquitto was not running")
+
+
+@broker.command("status")
+@DIR_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status_command(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
+    """Say whether the local mosquitto runs; exit 0 if it does, 1 if not."""
+    target = broker_dir(ctx, directory)
+    pid = Mosquitto(target).running_pid()
+    settings = read_settings(target)
+    if as_json:
+        record = {
+            "running": pid is not None,
+            "pid": pid,
+            "dir": str(target),
+            "port": settings.port if settings else None,
+            "tls": settings.tls if settings else None,
+            "log": str(target / LOG_NAME),
+        }
+        click.echo(json.dumps(record))
+    elif pid is None:
+        click.echo(f"mosquitto not running ({target})")
+    else:
+        assert settings is not None
+        click.echo(f"mosquitto running (pid {pid}) on {settings.bind}:{settings.port}")
+    if pid is None:
+        # SystemExit, not ctx.exit: app.cli.main runs click with standalone_mode=False,
+        # which turns ctx.exit's code into a return value that main ignores.
+        raise SystemExit(1)
