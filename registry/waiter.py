@@ -1,0 +1,149 @@
+"""Waiting for jobs to end: the terminal-event state machine of seed 000's
+job_subscriber, shared by `orchestrate subscribe` (MQTT) and `submit` (any transport).
+
+The waiter is fed events from whatever carries them and decides; it does no I/O.
+It acts on each job's first terminal event once and ignores anything after it
+(QoS 1 does not order retries, so late progress can follow a completed), drops
+duplicates by (job_id, seq), and tracks a wall-clock and an idle deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from bus.messages import Bus
+from registry.errors import InvalidEvent
+from registry.events import Event, event_from_dict
+
+log = logging.getLogger(__name__)
+
+Verdict = Literal["new", "terminal", "duplicate", "late", "unexpected"]
+OutcomeStatus = Literal["completed", "error", "timeout"]
+EXIT_CODES: dict[OutcomeStatus, int] = {"completed": 0, "error": 1, "timeout": 2}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one job ended, as far as the waiter saw."""
+
+    job_id: str
+    status: OutcomeStatus
+    event: Event | None
+    reason: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+class JobWaiter:
+    """Decides when waiting on ``job_ids`` is over, one event at a time."""
+
+    def __init__(
+        self,
+        job_ids: Iterable[str],
+        *,
+        timeout_sec: float,
+        idle_timeout_sec: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.job_ids = frozenset(job_ids)
+        if not self.job_ids:
+            raise ValueError("nothing to wait for")
+        self.clock = clock
+        self.timeout_sec = timeout_sec
+        self.idle_timeout_sec = idle_timeout_sec
+        self.started_at = clock()
+        self.last_activity = self.started_at
+        self.outcomes: dict[str, Outcome] = {}
+        self._seen: set[tuple[str, int]] = set()
+
+    def offer(self, event: Event) -> Verdict:
+        """Take one event; the verdict says whether it was news."""
+        key = (event.job_id, event.seq)
+        if event.job_id not in self.job_ids:
+            log.warning("dropped event for unexpected job %s (seq %d)", event.job_id, event.seq)
+            return "unexpected"
+        if key in self._seen:
+            return "duplicate"
+        self._seen.add(key)
+        if event.job_id in self.outcomes:
+            log.info(
+                "ignored %s seq %d for job %s: it already ended",
+                event.event,
+                event.seq,
+                event.job_id,
+            )
+            return "late"
+        self.last_activity = self.clock()
+        if event.is_terminal:
+            status: OutcomeStatus = "completed" if event.event == "completed" else "error"
+            self.outcomes[event.job_id] = Outcome(event.job_id, status, event, event.detail)
+            return "terminal"
+        return "new"
+
+    @property
+    def done(self) -> bool:
+        """Every job has an outcome (terminal or timed out)."""
+        return len(self.outcomes) == len(self.job_ids)
+
+    def check_deadlines(self) -> bool:
+        """Time out the jobs still open if a deadline passed; True when waiting is over."""
+        if self.done:
+            return True
+        now = self.clock()
+        if now - self.started_at >= self.timeout_sec:
+            reason = f"no terminal event within {self.timeout_sec:g} s"
+        elif now - self.last_activity >= self.idle_timeout_sec:
+            reason = f"no event for {self.idle_timeout_sec:g} s (idle timeout)"
+        else:
+            return False
+        for job_id in self.job_ids - self.outcomes.keys():
+            self.outcomes[job_id] = Outcome(job_id, "timeout", None, reason)
+        return True
+
+    @property
+    def exit_code(self) -> int:
+        """0 all completed, 1 any error, 2 any timeout (the worst wins)."""
+        return max((o.exit_code for o in self.outcomes.values()), default=2)
+
+
+def bus_events(
+    bus: Bus, job_ids: Iterable[str], *, after_seq: int = 0, stop: Callable[[], bool]
+) -> Iterator[Event]:
+    """Job events recorded on the SQLite bus after ``after_seq``, until ``stop()``.
+
+    The bus only holds events the registry accepted (validated and verified), so
+    this source is already trusted; a payload that no longer parses is skipped.
+    """
+    wanted = frozenset(job_ids)
+    task = next(iter(wanted)) if len(wanted) == 1 else None
+    for message in bus.follow(after_seq=after_seq, task=task, stop=stop):
+        if message.type != "job.event" or message.correlation_id not in wanted:
+            continue
+        try:
+            yield event_from_dict(message.payload)
+        except InvalidEvent as exc:
+            log.warning("skipped unreadable job event at bus seq %d: %s", message.seq, exc)
+
+
+def wait_on_bus(
+    bus: Bus,
+    waiter: JobWaiter,
+    *,
+    after_seq: int = 0,
+    on_event: Callable[[Event, Verdict], None] | None = None,
+) -> JobWaiter:
+    """Feed ``waiter`` from the bus until every job ended or a deadline passed."""
+    for event in bus_events(bus, waiter.job_ids, after_seq=after_seq, stop=waiter.check_deadlines):
+        verdict = waiter.offer(event)
+        if on_event is not None:
+            on_event(event, verdict)
+        if waiter.done:
+            break
+    waiter.check_deadlines()
+    return waiter
