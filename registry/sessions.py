@@ -26,8 +26,13 @@ _TMUX_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def tmux_session_name(label: str) -> str:
-    """A tmux session name for ``label``: tmux forbids ``:`` and ``.`` in names,
-    so ``tmux:claude-a`` becomes ``orch-tmux-claude-a``."""
+    """A fallback tmux session name for ``label`` when the caller gives none: tmux
+    forbids ``:`` and ``.`` in names, so ``tmux:claude-a`` becomes ``orch-tmux-claude-a``.
+
+    The app always passes ``tmux_session=`` with the name its tmux driver really
+    uses (``app.tmux.names.session_name_for``, reversible); the registry cannot
+    import the app, so this stays only for registry-only callers and tests.
+    """
     return "orch-" + (_TMUX_UNSAFE.sub("-", label).strip("-") or "session")
 
 

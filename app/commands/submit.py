@@ -1,0 +1,116 @@
+"""`orchestrate submit`: register a job, start its agent in tmux, wait for it (seed 000 §5.1).
+
+Exit 0 completed, 1 error (the agent's, or its pane died), 2 timeout; with
+`--no-wait` it prints the job id and returns at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from app.orchestration import Orchestrator
+from app.orchestration.agents import split_command
+from app.settings import Settings
+from registry.errors import InvalidJobInput
+from registry.events import Event
+from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC
+from registry.waiter import Verdict
+
+
+@click.command()
+@click.option("--prompt", metavar="TEXT", help="What the agent should do.")
+@click.option(
+    "--prompt-file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the prompt from a file ('-' for stdin) instead of --prompt.",
+)
+@click.option("--agent", required=True, metavar="NAME", help="Agent kind: demo, claude-code, ...")
+@click.option(
+    "--agent-session", required=True, metavar="LABEL", help="Session label, e.g. claude-a."
+)
+@click.option(
+    "--agent-cmd",
+    metavar="CMD",
+    help="Command that runs the agent (shell-like words; the prompt arrives on stdin, "
+    "or where a word is {prompt_file}). Default: per agent kind.",
+)
+@click.option("--timeout", default=DEFAULT_TIMEOUT_SEC, show_default=True, type=int)
+@click.option("--idle-timeout", default=DEFAULT_IDLE_TIMEOUT_SEC, show_default=True, type=int)
+@click.option("--artifact", "artifacts", multiple=True, metavar="FILE", help="Expected output.")
+@click.option("--workdir", metavar="DIR", help="The agent's working directory (default: here).")
+@click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
+@click.option("--no-sign", is_flag=True, help="No auth_token: accept unsigned events (PoC).")
+@click.pass_obj
+def submit(
+    settings: Settings,
+    prompt: str | None,
+    prompt_file: Any,
+    agent: str,
+    agent_session: str,
+    agent_cmd: str | None,
+    timeout: int,
+    idle_timeout: int,
+    artifacts: tuple[str, ...],
+    workdir: str | None,
+    no_wait: bool,
+    no_sign: bool,
+) -> None:
+    """Register a job, start its agent in a tmux pane, and wait for its end."""
+    if prompt_file is not None:
+        if prompt is not None:
+            raise InvalidJobInput("give --prompt or --prompt-file, not both")
+        prompt = prompt_file.read()
+    if prompt is None:
+        raise InvalidJobInput("--prompt or --prompt-file is required")
+    argv = split_command(agent_cmd) if agent_cmd is not None else None
+    orchestrator = Orchestrator(settings)
+    after_seq = orchestrator.registry.bus.latest_seq()
+    job = orchestrator.submit(
+        prompt,
+        agent,
+        agent_session,
+        agent_cmd=argv,
+        timeout_sec=timeout,
+        idle_timeout_sec=idle_timeout,
+        artifacts=artifacts,
+        sign=not no_sign,
+        workdir=workdir,
+    )
+    click.echo(job.job_id)
+    if no_wait:
+        return
+    click.echo(
+        f"job {job.job_id} started in session {agent_session}; "
+        f"watch: {orchestrator.driver.attach_hint(agent_session)}",
+        err=True,
+    )
+
+    def show(event: Event, verdict: Verdict) -> None:
+        if verdict in ("new", "terminal"):
+            detail = f": {event.detail}" if event.detail else ""
+            click.echo(f"[{event.job_id}] {event.event}{detail}", err=True)
+
+    from app.orchestration.waiting import wait_for_job
+
+    outcome = wait_for_job(
+        orchestrator,
+        job.job_id,
+        after_seq=after_seq,
+        timeout_sec=timeout,
+        idle_timeout_sec=idle_timeout,
+        on_event=show,
+    )
+    if outcome.status == "timeout":
+        click.echo(
+            f"orchestrate: job {job.job_id} timed out: {outcome.reason} "
+            f"(still {orchestrator.registry.get(job.job_id).status}; "
+            f"`orchestrate job cancel --job {job.job_id}` to stop it)",
+            err=True,
+        )
+    elif outcome.status == "error":
+        click.echo(f"orchestrate: job {job.job_id} failed: {outcome.reason}", err=True)
+    else:
+        click.echo(f"job {job.job_id} completed", err=True)
+    raise click.exceptions.Exit(outcome.exit_code)

@@ -1,0 +1,128 @@
+"""Liveness passes, permission answers, cancel/resume of a job, and the demo, on real tmux."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.orchestration import NotWaitingForPermission, Orchestrator
+from bus import heartbeats
+from registry.errors import JobNotFound
+from tests.orchestration.conftest import demo_cmd
+
+
+def test_pane_killed_under_a_running_job_fails_it_on_reconcile(orch: Orchestrator) -> None:
+    job = orch.submit("wait", "custom", "alpha", agent_cmd=["sleep", "30"])
+    first = orch.reconcile()
+    assert first.sampled == {job.job_id: "working"} and not first.errored
+    pane = orch.pane_for_job(job.job_id)
+    assert pane is not None
+    orch.driver.kill_pane(pane)
+    report = orch.reconcile()
+    assert report.sampled == {job.job_id: "dead"}
+    assert orch.registry.get(job.job_id).status == "error"
+    assert "agent pane is gone" in report.errored[job.job_id]
+    assert "agent pane is gone" in orch.registry.why(job.job_id)
+    beat = {b.agent_id: b for b in heartbeats.read_all(orch.registry.db.conn)}[job.job_id]
+    assert (beat.status, beat.current_task) == ("dead", job.job_id)
+    assert not orch.reconcile().errored  # once
+
+
+def test_agent_exit_status_becomes_the_error_reason(orch: Orchestrator, wait_for) -> None:
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sh", "-c", "exit 3"])
+    pane = orch.pane_for_job(job.job_id)
+    wait_for(lambda: not orch.driver.pane_alive(str(pane)), what="agent exit")
+    report = orch.reconcile()
+    assert report.errored == {job.job_id: "agent pane exited with status 3"}
+    assert "exited with status 3" in report.summary()
+
+
+def test_idle_job_is_flagged_once_and_left_running(orch: Orchestrator, wait_for) -> None:
+    """No output and no events past the idle timeout: a job.flag message, not a kill."""
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sleep", "30"], idle_timeout_sec=1)
+    report = wait_for(lambda: orch.reconcile().flagged or None, what="an idle flag")
+    assert job.job_id in report  # type: ignore[operator]
+    assert orch.reconcile().sampled == {job.job_id: "idle"}
+    assert not orch.reconcile().flagged  # the same quiet spell is flagged once
+    flags = [m for m in orch.registry.bus.read_after(0) if m.type == "job.flag"]
+    assert len(flags) == 1 and flags[0].correlation_id == job.job_id
+    assert orch.registry.get(job.job_id).status == "running"
+    assert orch.driver.pane_alive(str(orch.pane_for_job(job.job_id)))
+
+
+def test_answer_yes_reaches_the_pane_and_the_agent_completes(
+    orch: Orchestrator, cli, wait_for
+) -> None:
+    job = orch.submit(
+        "x", "demo", "alpha", agent_cmd=[*demo_cmd("--ask-permission"), "{prompt_file}"]
+    )
+    wait_for(
+        lambda: orch.registry.get(job.job_id).last_event == "permission_required",
+        what="permission_required",
+    )
+    assert orch.reconcile().sampled[job.job_id] in ("blocked", "working")
+    result = cli("answer", "--job", job.job_id, "yes")
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: orch.registry.get(job.job_id).status == "completed", what="completion")
+    assert "permission granted" in (orch.pane_log(job.job_id)).read_text()
+
+
+def test_answer_is_refused_unless_the_job_waits_for_permission(
+    orch: Orchestrator, cli, wait_for
+) -> None:
+    """Never types into a pane that did not ask: wrong last event, or no prompt on screen."""
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sleep", "30"])
+    result = cli("answer", "--job", job.job_id, "yes")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"orchestrate: job {job.job_id} is not waiting for permission (running, last event: none)\n"
+    )
+    # an event that claims a question, but nothing on screen asks it
+    orch.registry.publish(job.job_id, "permission_required", "fake")
+    with pytest.raises(NotWaitingForPermission, match="shows no y/n prompt"):
+        orch.answer(job.job_id, True, grace_sec=0.2)
+    missing = cli("answer", "--job", "deadbeef", "no")
+    assert (missing.returncode, missing.stderr) == (1, "orchestrate: no job 'deadbeef'\n")
+    assert cli("answer", "--job", job.job_id, "maybe").returncode == 2
+
+
+def test_cancel_interrupts_the_agent_and_resume_job_starts_it_again(
+    orch: Orchestrator, wait_for
+) -> None:
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sleep", "30"])
+    old_pane = orch.pane_for_job(job.job_id)
+    assert orch.cancel(job.job_id).status == "cancelled"
+    wait_for(lambda: not orch.driver.pane_alive(str(old_pane)), what="C-c to stop the agent")
+    assert not orch.reconcile().errored
+    resumed = orch.resume_job(job.job_id)
+    assert resumed.status == "running"
+    new_pane = orch.pane_for_job(job.job_id)
+    assert new_pane not in (None, old_pane) and orch.driver.pane_alive(str(new_pane))
+    assert not orch.driver.pane_status(str(old_pane)).exists  # one pane per job
+    with pytest.raises(JobNotFound):
+        orch.cancel("deadbeef")
+
+
+def test_demo_runs_three_varied_agents_end_to_end(
+    orch: Orchestrator, cli, state_dir: Path, tmux_socket: str, wait_for
+) -> None:
+    """`orchestrate demo`: one completes, one waits for permission (answered), one fails."""
+    result = cli("demo", "--agents", "3", "--delay", "0.05", "--steps", "2")
+    assert result.returncode == 0, result.stderr
+    ids = [line.split()[0] for line in result.stdout.splitlines()]
+    assert [line.split()[1] for line in result.stdout.splitlines()] == [
+        "demo-1",
+        "demo-2",
+        "demo-3",
+    ]
+    assert f"tmux -L {tmux_socket} attach" in result.stderr
+    assert {info.label for info in orch.driver.list_sessions()} >= {"demo-1", "demo-2", "demo-3"}
+    status = orch.registry.get
+    wait_for(lambda: status(ids[0]).status == "completed", what="demo-1 to complete")
+    wait_for(lambda: status(ids[2]).status == "error", what="demo-3 to fail")
+    wait_for(lambda: status(ids[1]).last_event == "permission_required", what="demo-2 to ask")
+    assert cli("answer", "--job", ids[1], "y").returncode == 0
+    wait_for(lambda: status(ids[1]).status == "completed", what="demo-2 to complete")
+    summary = cli("reconcile")
+    assert summary.returncode == 0 and summary.stdout.startswith("0 agent pane(s)")
