@@ -151,7 +151,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     prompt = read_prompt(args.prompt_file)
     answers = open_answer_source(prompt_from_stdin=not args.prompt_file)
     reporter = Reporter(args.job, args.publish_cmd)
-    summary = " ".join(prompt.split())[:60] or "(empty prompt)"
+    task = prompt.split("--- task ---", 1)[-1]  # skip the reporting instructions header
+    summary = " ".join(task.split())[:60] or "(empty prompt)"
 
     def say(line: str) -> None:
         out.write(line + "\n")
