@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "export": "app.commands.msg:export",
     "watch": "app.commands.watch:watch",
     "broker": "app.commands.broker:broker",
+    "history": "app.commands.history:history",
     "submit": "app.commands.submit:submit",
     "session": "app.commands.session:session",
     "answer": "app.commands.answer:answer",

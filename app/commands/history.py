@@ -1,0 +1,138 @@
+"""`orchestrate history build/show`: the Spark pipeline to parquet, and its aggregates."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from app.settings import Settings
+from registry.history.errors import JavaNotFound, java_available
+from registry.history.schema import HistoryPaths
+
+
+def _progress(line: str) -> None:
+    """Progress goes to stderr as `history: ...` lines (the TUI parses them)."""
+    click.echo(f"history: {line}", err=True)
+
+
+@click.group()
+def history() -> None:
+    """Turn the bus export into parquet with Spark and show hourly throughput."""
+
+
+@history.command()
+@click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    metavar="URL",
+    help="Spark master: local[*], spark://host:7077, local-cluster[2,1,1024] ...",
+)
+@click.option("--full", is_flag=True, help="Rebuild everything instead of only new input.")
+@click.option(
+    "--input",
+    "input_uri",
+    metavar="PATH_OR_URI",
+    help="JSONL bus export (file, directory or any URI Spark reads); "
+    "default <state-dir>/export/bus.jsonl.",
+)
+@click.option("--driver-memory", default="2g", show_default=True, help="spark.driver.memory")
+@click.pass_obj
+def build(
+    settings: Settings, master: str, full: bool, input_uri: str | None, driver_memory: str
+) -> None:
+    """Read the bus export, append facts parquet, recompute hourly aggregates."""
+    from registry.history.spark_job import create_session, run_build
+    from registry.history.watermark import resolve_input
+
+    if not java_available():
+        raise JavaNotFound()
+    paths = HistoryPaths(settings.state_dir)
+    resolve_input(input_uri, paths)  # a missing export fails before the JVM starts
+    _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
+    spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log)
+    try:
+        report = run_build(
+            spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
+        )
+    finally:
+        spark.stop()
+    kind = "full" if report.full else "incremental"
+    click.echo(
+        f"{kind} build: {report.new_facts} new fact(s) from {report.lines_read} line(s), "
+        f"{report.malformed} malformed line(s) skipped; {report.facts_rows} facts in all; "
+        f"{report.seconds:.1f} s"
+    )
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, seconds = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def _hour(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:00")
+
+
+@history.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the aggregates as JSON.")
+@click.pass_obj
+def show(settings: Settings, as_json: bool) -> None:
+    """Print hourly throughput and latency per agent from the last build (no Spark)."""
+    from registry.history.reader import load_history
+
+    snapshot = load_history(settings.state_dir)
+    if as_json:
+        sys.stdout.write(json.dumps(snapshot.to_json(), indent=2) + "\n")
+        return
+    # A pipe gets a fixed, wide table rather than rich's 80-column default.
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    built = snapshot.built_at.strftime("%Y-%m-%d %H:%M:%S UTC") if snapshot.built_at else "?"
+    if not snapshot.rows:
+        console.print(f"No job activity in the history yet (built {built}).")
+        return
+    table = Table(
+        title=f"Throughput per hour and agent (built {built}, {snapshot.facts_rows} facts)",
+        title_justify="left",
+    )
+    table.add_column("hour (UTC)", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    for header in ("events", "done", "errors", "err %"):
+        table.add_column(header, justify="right")
+    for header in ("run p50", "run p95", "wait p50", "wait p95"):
+        table.add_column(header, justify="right")
+    restarted = {marker.hour: marker.restarts for marker in snapshot.restarts}
+    for row in snapshot.rows:
+        mark = f" ⟳{restarted[row.hour]}" if row.hour in restarted else ""
+        rate = "-" if row.error_rate is None else f"{100 * row.error_rate:.0f}"
+        table.add_row(
+            _hour(row.hour) + mark,
+            row.agent,
+            str(row.events),
+            str(row.jobs_completed),
+            str(row.jobs_errored),
+            rate,
+            _duration(row.run_ms_p50),
+            _duration(row.run_ms_p95),
+            _duration(row.wait_ms_p50),
+            _duration(row.wait_ms_p95),
+        )
+    console.print(table)
+    if snapshot.restarts:
+        hours = ", ".join(f"{_hour(m.hour)} x{m.restarts}" for m in snapshot.restarts)
+        console.print(f"⟳ control-room restarts: {hours}")
+    if snapshot.malformed_total:
+        console.print(f"{snapshot.malformed_total} malformed input line(s) were skipped.")

@@ -1,0 +1,172 @@
+"""Benchmark of the Spark history pipeline on generated bus exports.
+
+Run: .venv/bin/python bench/history.py [--events 1000000] [--master local[*]]
+(DuckDB, a bench-only extra: pip install -e '.[bench]').
+
+Measures, side by side: a full build in a fresh JVM (cold) and again in the same
+session (warm); Spark's floor (a bare read of the same JSONL + groupBy count in that
+session); DuckDB doing the same aggregation (the single-machine limit); an
+incremental build after +1 % events; and the reader the TUI uses (pyarrow only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from registry.history.synthetic import generate_lines
+
+REPEATS = 2
+
+DUCKDB_SQL = """
+WITH raw AS (
+  SELECT * FROM read_json(?, format = 'newline_delimited', ignore_errors = true,
+    columns = {seq: 'BIGINT', ts_ms: 'BIGINT', type: 'VARCHAR',
+               correlation_id: 'VARCHAR', payload: 'JSON'})
+), f AS (
+  SELECT seq, ts_ms, type, correlation_id AS job_id,
+         payload->>'event' AS event, payload->>'agent' AS agent, payload->>'to' AS status_to
+  FROM raw WHERE type IN ('job.registered', 'job.event', 'job.status', 'control.started')
+), w AS (
+  SELECT *,
+    first(CASE WHEN type = 'job.registered' THEN coalesce(agent, 'unknown') END IGNORE NULLS)
+      OVER (PARTITION BY job_id ORDER BY seq
+            ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS job_agent,
+    last(CASE WHEN type = 'job.registered' OR status_to = 'pending' THEN seq END IGNORE NULLS)
+      OVER (PARTITION BY job_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS enq_seq,
+    last(CASE WHEN type = 'job.registered' OR status_to = 'pending' THEN ts_ms END IGNORE NULLS)
+      OVER (PARTITION BY job_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS enq_ms,
+    last(CASE WHEN event = 'started' THEN seq END IGNORE NULLS)
+      OVER (PARTITION BY job_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS start_seq,
+    last(CASE WHEN event = 'started' THEN ts_ms END IGNORE NULLS)
+      OVER (PARTITION BY job_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS start_ms
+  FROM f
+), r AS (
+  SELECT ts_ms // 3600000 AS hour, coalesce(job_agent, 'unknown') AS agent, type, event,
+    CASE WHEN event = 'started' AND enq_ms IS NOT NULL THEN ts_ms - enq_ms END AS wait_ms,
+    CASE WHEN event IN ('completed', 'error') AND start_seq IS NOT NULL
+              AND (enq_seq IS NULL OR enq_seq < start_seq) THEN ts_ms - start_ms END AS run_ms
+  FROM w WHERE type IN ('job.registered', 'job.event')
+)
+SELECT hour, agent, count(*) FILTER (WHERE type = 'job.event') AS events,
+  count(*) FILTER (WHERE event = 'completed') AS completed,
+  count(*) FILTER (WHERE event = 'error') AS errored,
+  quantile_cont(run_ms, 0.5) AS run_p50, quantile_cont(run_ms, 0.95) AS run_p95,
+  quantile_cont(wait_ms, 0.5) AS wait_p50, quantile_cont(wait_ms, 0.95) AS wait_p95
+FROM r GROUP BY ALL ORDER BY hour, agent
+"""
+
+
+def timed(label: str, action):  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    result = action()
+    seconds = time.perf_counter() - started
+    print(f"  {label}: {seconds:.2f} s", file=sys.stderr)
+    return seconds, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+
+    from registry.history.schema import INPUT_DDL
+    from registry.history.spark_job import create_session, run_build
+
+    work = Path(tempfile.mkdtemp(prefix="history-bench-"))
+    state_dir = work / "state"
+    export = state_dir / "export" / "bus.jsonl"
+    export.parent.mkdir(parents=True)
+    extra = args.events // 100
+    gen_s, lines = timed("generate", lambda: generate_lines(args.events + extra, seed=3))
+    export.write_text("".join(lines[: args.events]))
+    size_mb = export.stat().st_size / 1e6
+    print(f"{args.events} events, {size_mb:.0f} MB JSONL in {work}", file=sys.stderr)
+
+    session_s, spark = timed("session", lambda: create_session(args.master))
+    cold_s, _ = timed("cold full build", lambda: run_build(spark, state_dir, full=True))
+    warm = [
+        timed("warm full build", lambda: run_build(spark, state_dir, full=True))[0]
+        for _ in range(REPEATS)
+    ]
+    uri = export.as_uri()
+
+    def floor() -> int:
+        frame = spark.read.schema(INPUT_DDL).json(uri)
+        return len(frame.groupBy("type").count().collect())
+
+    floor_s = min(timed("spark floor (read + groupBy count)", floor)[0] for _ in range(REPEATS))
+
+    with export.open("a", encoding="utf-8") as handle:
+        handle.write("".join(lines[args.events :]))
+    origin = time.perf_counter()
+
+    def stamp(line: str) -> None:
+        print(f"    {time.perf_counter() - origin:6.2f} {line}", file=sys.stderr)
+
+    incr_s, report = timed("incremental +1 %", lambda: run_build(spark, state_dir, progress=stamp))
+    assert not report.full and report.lines_read == extra, report
+    spark.stop()
+
+    duck_s: float | None = None
+    try:
+        import duckdb
+    except ImportError:
+        print("  duckdb not installed: pip install -e '.[bench]'", file=sys.stderr)
+    else:
+        connection = duckdb.connect()
+        connection.execute("SET threads = 2")
+        duck_s = min(
+            timed("duckdb same aggregation", lambda: connection.execute(DUCKDB_SQL, [str(export)]))[
+                0
+            ]
+            for _ in range(REPEATS)
+        )
+
+    # The TUI's load: a fresh process importing the reader, then a warm call.
+    probe = (
+        "import time, sys; t = time.perf_counter(); "
+        "from registry.history.reader import load_history; "
+        f"s = load_history(__import__('pathlib').Path({str(state_dir)!r})); "
+        "cold = time.perf_counter() - t; runs = []\n"
+        "for _ in range(20):\n"
+        "    t = time.perf_counter(); load_history(__import__('pathlib').Path("
+        f"{str(state_dir)!r})); runs.append(time.perf_counter() - t)\n"
+        "runs.sort(); print(cold, runs[len(runs) // 2], len(s.rows))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    reader_cold, reader_warm, agg_rows = out.stdout.split()
+
+    warm_s = min(warm)
+    rows = [
+        ("generate events (python)", gen_s, ""),
+        ("new SparkSession", session_s, ""),
+        ("full build, cold JVM", cold_s, f"{cold_s / warm_s:.2f}x warm"),
+        ("full build, warm", warm_s, f"{warm_s / floor_s:.2f}x floor (target <= 1.5x)"),
+        ("spark floor: read + groupBy count", floor_s, "1.00x floor"),
+        (
+            "duckdb, same aggregation",
+            duck_s if duck_s is not None else float("nan"),
+            f"{warm_s / duck_s:.1f}x faster than warm spark" if duck_s else "not installed",
+        ),
+        ("incremental build, +1 % events", incr_s, f"{incr_s / warm_s:.2f}x full (target <= 0.2x)"),
+        ("reader load, fresh process", float(reader_cold), f"{agg_rows} hourly rows"),
+        ("reader load, warm", float(reader_warm), "target <= 50 ms"),
+    ]
+    print(f"\nhistory bench: {args.events:,} events ({size_mb:.0f} MB), master {args.master}")
+    print(f"{'measure':<36} {'seconds':>9}  ratio")
+    for name, seconds, ratio in rows:
+        print(f"{name:<36} {seconds:>9.3f}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Errors of the history pipeline; each message is one line a person can act on."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from registry.errors import RegistryError
+
+
+def java_available() -> bool:
+    """True when Spark's launcher (bin/spark-class) will find `java`: it uses
+    $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        return Path(java_home, "bin", "java").is_file()
+    return shutil.which("java") is not None
+
+
+class HistoryError(RegistryError):
+    """Base of every error raised by ``registry.history``."""
+
+
+class JavaNotFound(HistoryError):
+    """Spark needs a Java runtime and none is on PATH or under JAVA_HOME."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "history build needs Java (Spark runs on the JVM) and none was found: "
+            "install it with `apt-get install -y default-jre-headless`"
+        )
+
+
+class NoHistoryInput(HistoryError):
+    """The bus export (or the given input) is missing or holds no message."""
+
+
+class HistoryNotBuilt(HistoryError):
+    """No aggregates on disk yet: `orchestrate history build` has not run."""
+
+
+class CorruptHistory(HistoryError):
+    """The parquet or state files under history/ cannot be read."""
+
+
+class HistoryBuildFailed(HistoryError):
+    """Spark itself failed (bad master URL, executor lost, unreadable input)."""

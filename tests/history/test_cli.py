@@ -1,0 +1,155 @@
+"""`orchestrate history build/show` as a user runs them, and the light reader the TUI uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from registry.history.errors import CorruptHistory, HistoryNotBuilt
+from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, load_history
+
+HOUR = datetime(2026, 1, 1, 9, tzinfo=UTC)
+
+
+def orchestrate(state_dir: Path, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return subprocess.run(
+        [sys.executable, "-m", "app", "--state-dir", str(state_dir), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def fixed_history(tmp_path: Path) -> Path:
+    """A state dir holding aggregates written the way the Spark job writes them."""
+    state_dir = tmp_path / "state"
+    history = state_dir / "history"
+    history.mkdir(parents=True)
+    row = {
+        "hour": HOUR,
+        "agent": "claude",
+        "events": 40,
+        "jobs_registered": 6,
+        "jobs_started": 5,
+        "jobs_completed": 3,
+        "jobs_errored": 1,
+        "error_rate": 0.25,
+        "runs": 4,
+        "run_ms_p50": 90_500.0,
+        "run_ms_p95": 400_000.0,
+        "waits": 5,
+        "wait_ms_p50": 1_200.0,
+        "wait_ms_p95": 4_000.0,
+    }
+    pq.write_table(pa.Table.from_pylist([row], schema=AGG_SCHEMA), history / "agg_hourly.parquet")
+    markers = [{"hour": HOUR, "restarts": 2}]
+    pq.write_table(pa.Table.from_pylist(markers, schema=MARKER_SCHEMA), history / "markers.parquet")
+    state = {"input": "x", "built_at_ms": 1_767_258_000_000, "facts_rows": 52}
+    (history / "state.json").write_text(json.dumps(state))
+    return state_dir
+
+
+def test_show_json_prints_the_aggregates(fixed_history: Path) -> None:
+    """`history show --json` is the whole snapshot, timestamps as UTC `Z` strings."""
+    proc = orchestrate(fixed_history, "history", "show", "--json")
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["built_at"] == "2026-01-01T09:00:00Z"
+    assert shown["facts_rows"] == 52
+    assert shown["restarts"] == [{"hour": "2026-01-01T09:00:00Z", "restarts": 2}]
+    [row] = shown["rows"]
+    assert row["hour"] == "2026-01-01T09:00:00Z" and row["agent"] == "claude"
+    assert (row["jobs_completed"], row["jobs_errored"], row["error_rate"]) == (3, 1, 0.25)
+    assert (row["run_ms_p50"], row["wait_ms_p95"]) == (90_500.0, 4_000.0)
+
+
+def test_show_prints_a_table(fixed_history: Path) -> None:
+    """The human view names the agent, the hour, the restart marker and the durations."""
+    proc = orchestrate(fixed_history, "history", "show")
+    assert proc.returncode == 0, proc.stderr
+    for text in ("2026-01-01 09:00 ⟳2", "claude", "1m30s", "6m40s", "25", "restarts"):
+        assert text in proc.stdout
+
+
+def test_reader_returns_typed_rows(fixed_history: Path) -> None:
+    """The TUI gets dataclasses with aware datetimes, and the last build time."""
+    snapshot = load_history(fixed_history)
+    assert snapshot.agents == ("claude",)
+    assert snapshot.rows[0].hour == HOUR and snapshot.rows[0].run_ms_p95 == 400_000.0
+    assert snapshot.restarts[0].restarts == 2
+    assert snapshot.built_at == HOUR
+
+
+def test_corrupt_parquet_is_one_line_error(fixed_history: Path) -> None:
+    """A damaged aggregate file is a typed error for the TUI and one line for the CLI."""
+    (fixed_history / "history" / "agg_hourly.parquet").write_bytes(b"PAR1 garbage")
+    with pytest.raises(CorruptHistory):
+        load_history(fixed_history)
+    proc = orchestrate(fixed_history, "history", "show")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("orchestrate: cannot read ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_foreign_parquet_is_corrupt(fixed_history: Path) -> None:
+    """A readable parquet file without our columns is refused, not half-shown."""
+    table = pa.table({"x": [1]})
+    pq.write_table(table, fixed_history / "history" / "agg_hourly.parquet")
+    with pytest.raises(CorruptHistory, match="lacks column"):
+        load_history(fixed_history)
+
+
+def test_show_before_any_build(tmp_path: Path) -> None:
+    """No history yet: say how to make one, exit 1."""
+    with pytest.raises(HistoryNotBuilt):
+        load_history(tmp_path)
+    proc = orchestrate(tmp_path, "history", "show", "--json")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "run `orchestrate history build`" in proc.stderr
+
+
+def test_build_without_export_says_so(tmp_path: Path) -> None:
+    """No bus export: one clear line before any JVM is started."""
+    proc = orchestrate(tmp_path, "history", "build")
+    assert proc.returncode == 1
+    assert "no bus export" in proc.stderr and "orchestrate export" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_build_with_empty_export_says_so(tmp_path: Path) -> None:
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "bus.jsonl").write_text("")
+    proc = orchestrate(tmp_path, "history", "build")
+    assert proc.returncode == 1 and "holds no message" in proc.stderr
+
+
+def test_build_without_java_names_the_package(tmp_path: Path) -> None:
+    """Missing Java is one line naming what to install, exit 1."""
+    env = {"PATH": str(tmp_path / "empty-bin"), "JAVA_HOME": ""}
+    proc = orchestrate(tmp_path, "history", "build", env=env)
+    assert proc.returncode == 1
+    assert "apt-get install -y default-jre-headless" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_reader_import_stays_light() -> None:
+    """The TUI imports the reader on its event loop's side: no pyspark, no textual."""
+    code = (
+        "import sys, registry.history.reader, registry.history.schema; "
+        "bad = [m for m in ('pyspark', 'textual', 'py4j') if m in sys.modules]; "
+        "assert not bad, bad; "
+        "import registry.history; "
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    light = "import sys, registry.history; assert 'pyarrow' not in sys.modules"
+    subprocess.run([sys.executable, "-c", light], check=True, timeout=60)

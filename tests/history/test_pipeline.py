@@ -1,0 +1,234 @@
+"""The Spark history job: exact aggregates, incremental == full, malformed lines, a real
+multi-JVM cluster, and recovery from an interrupted append."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from registry.history.aggregate_py import aggregate_lines
+from registry.history.schema import HistoryPaths
+from registry.history.synthetic import generate_lines
+
+pytestmark = pytest.mark.spark
+
+MALFORMED = [
+    "this is not json\n",
+    '{"seq": "seven", "ts_ms": 1, "type": "job.event"}\n',  # wrong type for seq
+    '{"seq": 999999, "ts_ms": 1767225600000, "type": "job.event", "correlation_id": "aa",'
+    ' "payload": {"event": "exploded"}}\n',  # not a v1 event kind
+    '{"seq": 999998, "ts_ms": 1767225600000, "type": "job.registered", "payload": null}\n',
+    "[1, 2, 3]\n",
+    '{"seq": 999997, "ts_ms": 17672256\n',  # torn line
+]
+
+
+def write_export(state_dir: Path, lines: Sequence[str], *, append: bool = False) -> Path:
+    """Write (or append) raw JSONL lines where `orchestrate export` puts them."""
+    path = state_dir / "export" / "bus.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+    return path
+
+
+def outputs(state_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The built aggregates and restart markers as row dicts, read with pyarrow."""
+    history = state_dir / "history"
+    return (
+        pq.read_table(history / "agg_hourly.parquet").to_pylist(),
+        pq.read_table(history / "markers.parquet").to_pylist(),
+    )
+
+
+def copy_state(source: Path, target: Path) -> Path:
+    """A copy of a built state dir whose watermark names the copy's own export."""
+    shutil.copytree(source, target)
+    state_file = target / "history" / "state.json"
+    state_file.write_text(state_file.read_text().replace(str(source), str(target)))
+    return target
+
+
+def build(spark: Any, state_dir: Path, **kwargs: Any) -> Any:
+    from registry.history.spark_job import run_build
+
+    return run_build(spark, state_dir, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def events() -> list[str]:
+    """A few hours of generated bus traffic (~2,000 jobs' worth of lines)."""
+    return generate_lines(6000, seed=11, jobs_per_hour=150)
+
+
+@pytest.fixture(scope="module")
+def built(spark: Any, events: list[str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state dir with `events` plus every kind of malformed line, built once."""
+    state_dir = tmp_path_factory.mktemp("built") / "state"
+    lines = list(events)
+    for index, bad in enumerate(MALFORMED):
+        lines.insert(500 * (index + 1), bad)
+    write_export(state_dir, lines)
+    report = build(spark, state_dir)
+    assert report.full and report.malformed == len(MALFORMED)
+    return state_dir
+
+
+def test_aggregates_equal_plain_python(built: Path, events: list[str]) -> None:
+    """Every number Spark writes (counts, exact p50/p95, error rate, markers) equals the
+    plain-Python reference, so the definitions in schema.py are what users see."""
+    expected_rows, expected_markers = aggregate_lines(events)
+    rows, markers = outputs(built)
+    assert len(rows) > 8 and any(row["runs"] > 20 for row in rows)
+    assert rows == expected_rows
+    assert markers == expected_markers
+    assert sum(m["restarts"] for m in markers) > 0
+
+
+def test_malformed_lines_are_skipped_and_counted(built: Path, events: list[str]) -> None:
+    """Bad lines never fail a build: each is counted once in state.json."""
+    state = json.loads((built / "history" / "state.json").read_text())
+    assert state["malformed_total"] == len(MALFORMED)
+    assert state["malformed_last"] == len(MALFORMED)
+    kept = {"job.registered", "job.event", "job.status", "control.started"}
+    kept_seqs = [m["seq"] for m in map(json.loads, events) if m["type"] in kept]
+    assert state["facts_rows"] == len(kept_seqs)
+    assert state["max_seq"] == max(kept_seqs)
+
+
+def test_incremental_build_equals_full_build(spark: Any, events: list[str], tmp_path: Path):
+    """Builds that each see only new lines (jobs started in one build and ended in the
+    next, a line torn mid-write) end up exactly where one full build does."""
+    state_dir = tmp_path / "state"
+    cut, torn_at = 3700, 4800
+    write_export(state_dir, events[:cut])
+    assert build(spark, state_dir).full
+    # new lines, and the exporter caught mid-write: the last line has no newline yet
+    write_export(state_dir, [*events[cut:torn_at], events[torn_at][:30]], append=True)
+    second = build(spark, state_dir)
+    assert not second.full and second.lines_read == torn_at - cut and second.malformed == 0
+    write_export(state_dir, [events[torn_at][30:], *events[torn_at + 1 :]], append=True)
+    third = build(spark, state_dir)
+    assert not third.full and third.lines_read == len(events) - torn_at
+    assert third.malformed == 0
+    incremental = outputs(state_dir)
+    state = json.loads((state_dir / "history" / "state.json").read_text())
+    assert state["mode"] == "incremental"
+
+    full = build(spark, state_dir, full=True)
+    assert full.full and full.facts_rows == state["facts_rows"]
+    assert outputs(state_dir) == incremental
+    assert incremental == aggregate_lines(events)
+
+    again = build(spark, state_dir)  # nothing new: a no-op that keeps the aggregates
+    assert not again.full and again.new_facts == 0 and again.lines_read == 0
+    assert outputs(state_dir) == incremental
+
+
+def test_interrupted_append_is_rolled_back(spark: Any, built: Path, tmp_path: Path) -> None:
+    """Facts appended by a build that died before moving its watermark are removed by
+    the next build instead of being counted twice."""
+    state_dir = copy_state(built, tmp_path / "state")
+    before = outputs(state_dir)
+    facts = state_dir / "history" / "facts"
+    known = sorted(str(p.relative_to(facts)) for p in facts.rglob("*") if p.is_file())
+    journal = {"build_id": "died-before-its-watermark", "known": known}
+    (state_dir / "history" / "append-journal.json").write_text(json.dumps(journal))
+    victim = next(facts.rglob("*.parquet"))
+    shutil.copy(victim, victim.with_name("part-99999-duplicate.parquet"))
+    restart = {"id": "r", "ts_ms": 1767300000000, "from_agent": "hq", "type": "control.started"}
+    extra = [json.dumps({**restart, "seq": 10_000 + n}) + "\n" for n in range(3)]
+    write_export(state_dir, extra, append=True)  # lines after the watermark
+    build(spark, state_dir)
+    assert not (victim.with_name("part-99999-duplicate.parquet")).exists()
+    assert not (state_dir / "history" / "append-journal.json").exists()
+    assert outputs(state_dir) != before
+
+
+def test_local_cluster_gives_the_same_result(built: Path, events: list[str], tmp_path: Path):
+    """`--master local-cluster[2,1,1024]` runs the job on two separate executor JVMs
+    (through the real CLI, so the suite's own session is untouched) and writes the same
+    aggregates."""
+    state_dir = tmp_path / "state"
+    source = built / "export" / "bus.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "--state-dir",
+            str(state_dir),
+            "history",
+            "build",
+            "--master",
+            "local-cluster[2,1,1024]",
+            "--driver-memory",
+            "1g",
+            "--input",
+            source.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "master local-cluster[2,1,1024]" in proc.stderr
+    assert f"{len(MALFORMED)} malformed" in proc.stdout
+    assert outputs(state_dir) == outputs(built)
+
+
+def bus_line(seq: int, ts_ms: int, kind: str, job: str | None, **payload: Any) -> str:
+    message = {"seq": seq, "ts_ms": ts_ms, "type": kind, "correlation_id": job}
+    return json.dumps({**message, "payload": payload or None}) + "\n"
+
+
+def test_late_registration_moves_old_hours_to_its_agent(spark: Any, tmp_path: Path) -> None:
+    """A registration that arrives in a later build than its job's events re-labels the
+    older hours too (an incremental build re-aggregates them): still equal to full."""
+    hour = 3_600_000
+    t0 = 1_767_225_600_000
+    first = [
+        bus_line(1, t0 + 10, "job.event", "0000late", event="started"),
+        bus_line(2, t0 + 5000, "job.event", "0000late", event="completed"),
+        bus_line(3, t0 + hour, "control.started", None),
+    ]
+    later = [
+        bus_line(4, t0 + 2 * hour, "job.registered", "0000late", agent="codex"),
+        bus_line(5, t0 + 2 * hour + 1, "job.registered", "00000new", agent="aider"),
+        bus_line(6, t0 + 2 * hour + 90, "job.event", "00000new", event="started"),
+    ]
+    state_dir = tmp_path / "state"
+    write_export(state_dir, first)
+    build(spark, state_dir)
+    assert [row["agent"] for row in outputs(state_dir)[0]] == ["unknown"]
+    write_export(state_dir, later, append=True)
+    assert not build(spark, state_dir).full
+    incremental = outputs(state_dir)
+    assert incremental == aggregate_lines(first + later)
+    agents_and_runs = [(row["agent"], row["runs"]) for row in incremental[0]]
+    assert agents_and_runs == [("codex", 1), ("aider", 0), ("codex", 0)]
+    build(spark, state_dir, full=True)
+    assert outputs(state_dir) == incremental
+
+
+def test_finished_build_journal_is_not_rolled_back(built: Path, tmp_path: Path) -> None:
+    """A build that saved its watermark but died before deleting its journal keeps its
+    facts (only the journal goes)."""
+    from registry.history.watermark import roll_back_interrupted_append
+
+    state_dir = copy_state(built, tmp_path / "state")
+    state = json.loads((state_dir / "history" / "state.json").read_text())
+    facts = sorted((state_dir / "history" / "facts").rglob("*.parquet"))
+    journal = {"build_id": state["build_id"], "known": []}
+    (state_dir / "history" / "append-journal.json").write_text(json.dumps(journal))
+    roll_back_interrupted_append(HistoryPaths(state_dir), print)
+    assert sorted((state_dir / "history" / "facts").rglob("*.parquet")) == facts
+    assert not (state_dir / "history" / "append-journal.json").exists()
