@@ -45,6 +45,9 @@ def pane_gone_reason(status: PaneStatus | None) -> str:
     return "agent pane exited"
 
 
+START_GRACE_SEC = 10.0  # a running job's pane may take this long to appear and be tagged
+
+
 @dataclass
 class ReconcileReport:
     """What one pass saw and did; `summary()` is the line `orchestrate reconcile` prints."""
@@ -82,6 +85,7 @@ class Reconciler:
         self.sampler = LivenessSampler(driver, idle_after=IDLE_AFTER_SEC)
         self._lock = threading.Lock()
         self._seen_panes: set[str] = set()
+        self._jobs_with_pane: set[str] = set()  # jobs whose pane this reconciler has seen
 
     def run(self) -> ReconcileReport:
         """Expire leases, judge every running job's pane, reconcile sessions with tmux."""
@@ -94,6 +98,7 @@ class Reconciler:
                 if orch.pane_log(job.job_id).exists()  # started in a pane by orchestrate
             ]
             panes = orch.panes_by_job() if ours else {}
+            self._jobs_with_pane.update(j.job_id for j in ours if j.job_id in panes)
             samples = self.sampler.sample(panes[j.job_id] for j in ours if j.job_id in panes)
             for job in ours:
                 pane_id = panes.get(job.job_id)
@@ -105,6 +110,12 @@ class Reconciler:
     def _judge(self, job: Job, sample: PaneLiveness | None, report: ReconcileReport) -> None:
         orch = self.orchestrator
         now = time.time()
+        starting = now - _epoch(job.claimed_at) < START_GRACE_SEC
+        if sample is None and starting and job.job_id not in self._jobs_with_pane:
+            # Never seen, just claimed: its pane may be starting right now, in this
+            # process or another (`orchestrate submit` beside a running TUI).
+            report.sampled[job.job_id] = "starting"
+            return
         if sample is None or sample.state is PaneState.DEAD:
             status = orch.driver.pane_status(sample.pane_id) if sample else None
             reason = orch.fail_if_running(job.job_id, pane_gone_reason(status))

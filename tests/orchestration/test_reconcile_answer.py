@@ -126,3 +126,21 @@ def test_demo_runs_three_varied_agents_end_to_end(
     wait_for(lambda: status(ids[1]).status == "completed", what="demo-2 to complete")
     summary = cli("reconcile")
     assert summary.returncode == 0 and summary.stdout.startswith("0 agent pane(s)")
+
+
+def test_a_job_whose_pane_is_still_starting_is_not_failed(
+    orch: Orchestrator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TUI reconciling while `orchestrate submit` (another process) starts a pane
+    must not fail the job in the moment between its claim and its pane's tag."""
+    from app.orchestration import reconcile
+
+    job = orch.registry.register(prompt="p", agent="custom", agent_session="alpha")
+    orch.registry.set_status(job.job_id, "running", "claimed by a submit in another process")
+    orch.pane_log(job.job_id).parent.mkdir(parents=True, exist_ok=True)
+    orch.pane_log(job.job_id).touch()  # the submit has got this far, the pane not yet
+    report = orch.reconcile()
+    assert report.sampled == {job.job_id: "starting"} and not report.errored
+    assert orch.registry.get(job.job_id).status == "running"
+    monkeypatch.setattr(reconcile, "START_GRACE_SEC", 0.0)  # the grace has run out
+    assert "agent pane is gone" in orch.reconcile().errored[job.job_id]
