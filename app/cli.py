@@ -20,6 +20,8 @@ from app.settings import Settings, find_state_dir
 LAZY_COMMANDS: dict[str, str] = {
     "job": "app.commands.job:job",
     "publish": "app.commands.publish:publish",
+    "subscribe": "app.commands.subscribe:subscribe",
+    "ingest": "app.commands.ingest:ingest",
     "msg": "app.commands.msg:msg",
     "export": "app.commands.msg:export",
     "watch": "app.commands.watch:watch",

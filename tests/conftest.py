@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Real Mosquitto fixtures (make_broker, broker, ...) for every tier that needs a broker.
+pytest_plugins = ["tests.mosquitto_fixture"]
+
 
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

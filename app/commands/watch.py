@@ -8,11 +8,13 @@ from app.settings import Settings
 
 
 @click.command()
-@click.option("--demo", is_flag=True, help="Show demo agents instead of the local registry.")
+@click.option(
+    "--demo", is_flag=True, help="Also start demo agents in tmux, as real jobs in this registry."
+)
 @click.option(
     "--agents",
     type=click.IntRange(1, 16),
-    default=4,
+    default=3,
     show_default=True,
     help="How many demo agents (with --demo).",
 )
@@ -20,8 +22,7 @@ from app.settings import Settings
 def watch(settings: Settings, demo: bool, agents: int) -> None:
     """Open the control room: live jobs, sessions, events and actions."""
     from app.tui.app import ControlRoomApp
-    from app.tui.demo import LiveDemoSource
     from app.tui.source import open_source
 
-    source = LiveDemoSource(agents) if demo else open_source(settings)
-    ControlRoomApp(source).run()
+    source = open_source(settings)
+    ControlRoomApp(source, demo_agents=agents if demo else 0).run()

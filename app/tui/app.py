@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from textual import on, work
 from textual.app import App
 from textual.command import CommandPalette
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -28,12 +30,14 @@ from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, StopMode
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 MAX_BACKOFF_S = 5.0
+RECONCILE_INTERVAL_S = 3.0
+BUSY_POLL_S = 0.05
 
 
 class ControlRoomApp(App[None]):
     """Live jobs, sessions and events; every source call runs in a thread worker."""
 
-    CSS_PATH = "control_room.tcss"
+    CSS_PATH = Path(__file__).parent / "control_room.tcss"  # absolute: subclasses live elsewhere
     TITLE = "orchestrate"
     BINDINGS = BINDINGS
     COMMANDS = App.COMMANDS | {ControlRoomCommands}
@@ -51,6 +55,15 @@ class ControlRoomApp(App[None]):
             super().__init__()
             self.error = error
 
+    class Notice(Message):
+        """A line for the user from a worker thread. Posted, never `call_from_thread`:
+        that blocks, and a worker blocked on an exiting app keeps the process alive."""
+
+        def __init__(self, text: str, severity: SeverityLevel = "information") -> None:
+            super().__init__()
+            self.text = text
+            self.severity = severity
+
     class LogPath(Message):
         """Where the selected job's pane log is, for the split tail."""
 
@@ -66,12 +79,20 @@ class ControlRoomApp(App[None]):
         clock: Callable[[], datetime] | None = None,
         poll_interval_s: float = 0.15,
         age_refresh_s: float = 2.0,
+        reconcile_interval_s: float | None = RECONCILE_INTERVAL_S,
+        demo_agents: int = 0,
     ) -> None:
+        """`reconcile_interval_s=None` leaves liveness to others (snapshots, benches);
+        `demo_agents` starts that many real demo agents once the app is up."""
         super().__init__()
         self.source = source
         self.clock = clock or (lambda: datetime.now(UTC))
         self.poll_interval_s = poll_interval_s
         self.age_refresh_s = age_refresh_s
+        self.reconcile_interval_s = reconcile_interval_s
+        self.demo_agents = demo_agents
+        self.demo_job_ids: list[str] = []
+        self._stop_bridge = threading.Event()
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
         self._mailbox = DeltaMailbox()
@@ -80,11 +101,70 @@ class ControlRoomApp(App[None]):
         return self.main
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._poll)  # once the main screen's widgets exist
+        self._poll()  # the main screen is composed: an early delta has widgets to fill
         self.set_interval(self.age_refresh_s, lambda: self.main.refresh_ages(self.clock()))
+        self._start()
+        self._bridge()
+        if self.reconcile_interval_s is not None:
+            self._reconcile()
+
+    @work(thread=True, exit_on_error=False, group="bridge", description="MQTT ingest bridge")
+    def _bridge(self) -> None:
+        """Run the MQTT ingest bridge (if a broker is configured) until the app exits."""
+        self.source.run_bridge(self._stop_bridge)
+
+    def on_unmount(self) -> None:
+        self._stop_bridge.set()
+
+    # -- start, demo and reconcile ------------------------------------------
+    @work(thread=True, exit_on_error=False, group="start", description="Opening the registry")
+    def _start(self) -> None:
+        """Mark the start on the bus, start demo agents if asked, then reconcile."""
+        try:
+            self.source.start()
+        except SOURCE_ERRORS as error:  # the poller reports the same failure
+            self.post_message(self.SourceFailed(error))
+        if self.demo_agents:
+            count = self.demo_agents
+            self.post_message(self.Notice(f"Starting {count} demo agents in tmux…"))
+            self.demo_job_ids = self.source.start_demo(count)
+            self.post_message(self.Notice(f"Started {len(self.demo_job_ids)} demo agents"))
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="reconcile",
+        description="Reconciling liveness",
+    )
+    def _reconcile(self) -> None:
+        """Every few seconds: dead panes, expired leases, stale heartbeats."""
+        worker = get_current_worker()
+        failure = ""
+        interval = self.reconcile_interval_s or RECONCILE_INTERVAL_S
+        while not worker.is_cancelled:
+            try:
+                notice = self.source.reconcile()
+            except Exception as error:
+                if str(error) != failure:
+                    failure = str(error)
+                    self.post_message(self.Notice(f"Reconcile failed: {error}", "warning"))
+            else:
+                failure = ""
+                if notice:
+                    self.post_message(self.Notice(notice))
+            deadline = time.monotonic() + interval
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.1)
 
     # -- polling ------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="poll", description="Polling the registry")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="poll",
+        description="Polling the registry",
+    )
     def _poll(self) -> None:
         worker = get_current_worker()
         cursor, failure, backoff_s = 0, "", self.poll_interval_s
@@ -102,24 +182,36 @@ class ControlRoomApp(App[None]):
             failure, backoff_s = "", self.poll_interval_s
             cursor = delta.cursor
             unchanged = previous is not None and not (
-                delta.jobs or delta.removed_job_ids or delta.events
+                delta.jobs or delta.removed_job_ids or delta.events or delta.notices
             )
-            if unchanged and (delta.snapshot, delta.sessions) == (
-                previous.snapshot,  # type: ignore[union-attr]
-                previous.sessions,  # type: ignore[union-attr]
+            if (
+                unchanged
+                and previous is not None
+                and delta.snapshot == previous.snapshot
+                and delta.sessions in (None, previous.sessions)
             ):
                 time.sleep(self.poll_interval_s)
                 continue
             previous = delta
             if self._mailbox.put(delta):
                 self.post_message(self.DeltaReady())
-            time.sleep(self.poll_interval_s)
+            # Busy bus: look again soon (latency); quiet bus: the normal interval.
+            busy = bool(delta.events or delta.jobs)
+            time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
 
     def on_control_room_app_delta_ready(self) -> None:
+        if not self.main.query("#jobs"):  # not composed yet (or torn down): ring again soon
+            self.set_timer(0.02, lambda: self.post_message(self.DeltaReady()))
+            return
         delta = self._mailbox.take()
         if delta is not None:
             self.main.apply_delta(delta, self.clock())
             self.polls_applied += 1
+            for notice in delta.notices:
+                self.notify(notice, severity="warning", timeout=8)
+
+    def on_control_room_app_notice(self, message: Notice) -> None:
+        self.notify(message.text, severity=message.severity)
 
     def on_control_room_app_source_failed(self, message: SourceFailed) -> None:
         self.notify(f"Registry unavailable: {message.error}", severity="error", timeout=8)
@@ -140,7 +232,7 @@ class ControlRoomApp(App[None]):
 
         def call() -> None:
             result = getattr(self.source, method)(*args)
-            self.call_from_thread(self.notify, done.format(result=result))
+            self.post_message(self.Notice(done.format(result=result)))
 
         self.run_worker(call, thread=True, exit_on_error=False, description=description)
 

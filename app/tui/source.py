@@ -7,6 +7,7 @@ blocking methods are called from thread workers, never from the event loop.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from bus.errors import BusError
-from registry.errors import JobNotFound, RegistryError
+from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
+from registry.errors import RegistryError
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -110,6 +112,7 @@ class Delta:
     sessions: tuple[SessionRow, ...] | None = None  # None: unchanged since last poll
     events: tuple[EventRow, ...] = ()
     snapshot: Snapshot = field(default_factory=Snapshot)
+    notices: tuple[str, ...] = ()  # one-off warnings (tmux missing, broker down) to show
 
     def merge(self, newer: Delta) -> Delta:
         """Collapse two consecutive deltas into one: the newer row of a job wins,
@@ -129,6 +132,7 @@ class Delta:
             removed_job_ids=tuple(sorted(removed)),
             sessions=newer.sessions if newer.sessions is not None else self.sessions,
             events=events,
+            notices=(*self.notices, *newer.notices),
         )
 
 
@@ -162,40 +166,32 @@ class ControlRoomSource(Protocol):
         """Open the tmux window with the job's pane log above its events."""
         ...
 
+    def start(self) -> None:
+        """Called once when the app opens (the real source marks a restart on the bus)."""
+        ...
 
-class EmptySource:
-    """A source with no jobs: what `watch` shows until the registry-backed source
-    lands. Every action explains itself instead of pretending to work."""
+    def reconcile(self) -> str | None:
+        """Bring liveness up to date (dead panes, expired leases); a notice or None."""
+        ...
 
-    def poll(self, after_seq: int) -> Delta:
-        return Delta(cursor=after_seq)
+    def start_demo(self, agents: int) -> list[str]:
+        """Start `agents` demo agents as real jobs; returns their job ids."""
+        ...
 
-    def job_detail(self, job_id: str) -> JobDetail:
-        raise JobNotFound(f"no job {job_id!r}")
-
-    def cancel(self, job_id: str) -> None:
-        raise JobNotFound(f"no job {job_id!r}")
-
-    def resume(self, job_id: str) -> None:
-        raise JobNotFound(f"no job {job_id!r}")
-
-    def stop_session(self, label: str, mode: StopMode) -> None:
-        raise RegistryError(f"no session {label!r}")
-
-    def answer(self, job_id: str, yes: bool) -> None:
-        raise JobNotFound(f"no job {job_id!r}")
-
-    def submit(self, prompt: str, agent: str, agent_session: str) -> str:
-        raise RegistryError("submitting from the control room is not wired to the registry yet")
-
-    def open_control_room_split(self, job_id: str) -> None:
-        raise JobNotFound(f"no job {job_id!r}")
+    def run_bridge(self, stop: threading.Event) -> None:
+        """Carry MQTT events into the registry until `stop` is set (the header
+        shows its connection); returns at once when no broker is configured."""
+        ...
 
 
-def open_source(settings: Settings) -> ControlRoomSource:
+def open_source(settings: Settings, *, tmux_socket: str | None = None) -> ControlRoomSource:
     """The source over the registry in `settings.state_dir`.
 
-    Until the registry-backed source is written this returns an empty source, so
-    `orchestrate watch` opens (showing "no jobs yet") instead of failing.
+    Opening touches nothing: the database is opened by the first poll, in a
+    worker, so a broken one becomes a notice in the running app.
     """
-    return EmptySource()
+    from app.tui.registry_source import RegistrySource
+    from registry.ingest import bridge_from_env
+
+    bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from app.tui.demo import FIXED_NOW, InMemorySource, demo_source
+from memory_source import FIXED_NOW, InMemorySource, demo_source
+
 from app.tui.source import Delta, StopMode
 
 

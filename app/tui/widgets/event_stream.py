@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import RichLog
@@ -19,6 +19,9 @@ EVENT_COLOURS = {
 }
 
 
+MAX_LINES_PER_UPDATE = 60
+
+
 class EventStream(RichLog):
     """Newest events at the bottom; `max_lines` keeps memory bounded however
     long the control room stays open."""
@@ -30,11 +33,20 @@ class EventStream(RichLog):
     def __init__(self, *, max_lines: int = 1000, **kwargs: object) -> None:
         super().__init__(max_lines=max_lines, wrap=False, markup=False, **kwargs)  # type: ignore[arg-type]
 
-    def add_events(self, events: Iterable[EventRow]) -> None:
+    def add_events(self, events: Sequence[EventRow]) -> None:
+        """Append events; a burst larger than a screenful is cut to its newest
+        MAX_LINES_PER_UPDATE lines and a count of the rest (nobody reads 1,000
+        lines a second, and each line costs a render)."""
+        skipped = len(events) - MAX_LINES_PER_UPDATE
+        if skipped > 0:
+            muted = theme_style(self.app, "foreground-darken-2")
+            self.write(Text(f"… {skipped} more events", style=muted))
+            events = events[skipped:]
         for event in events:
+            seq = f"#{event.seq}" if event.seq else ""
             line = Text.assemble(
                 (event.ts.strftime("%H:%M:%S "), theme_style(self.app, "foreground-darken-2")),
-                (f"{event.job_id} #{event.seq:<4} ", theme_style(self.app, "foreground")),
+                (f"{event.job_id} {seq:<5} ", theme_style(self.app, "foreground")),
                 (
                     f"{event.event:<20}",
                     theme_style(self.app, EVENT_COLOURS.get(event.event, "foreground")),

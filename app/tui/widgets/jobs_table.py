@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from app.tui.source import JobRow
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
@@ -32,6 +33,11 @@ def format_age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def _width(value: object) -> int:
+    """Terminal cells a table value takes (Text or plain)."""
+    return value.cell_len if isinstance(value, Text) else cell_len(str(value))
 
 
 def matches(job: JobRow, filter_text: str) -> bool:
@@ -61,6 +67,7 @@ class JobsTable(DataTable[object]):
         self.jobs: dict[str, JobRow] = {}
         self.now: datetime | None = None
         self._shown: dict[str, tuple[object, ...]] = {}  # row key -> cells as last drawn
+        self._newest_shown: tuple[datetime, str] | None = None
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
             self.add_column(label, key=key)
 
@@ -104,7 +111,10 @@ class JobsTable(DataTable[object]):
         else:
             for (column, _), old, new in zip(COLUMNS, previous, cells, strict=True):
                 if old != new:
-                    self.update_cell(job.job_id, column, new, update_width=True)
+                    # Columns only grow: a narrower value asking DataTable to
+                    # re-fit would re-measure every row of the column (O(rows)).
+                    grow = _width(new) > self.columns[ColumnKey(column)].content_width
+                    self.update_cell(job.job_id, column, new, update_width=grow)
         self._shown[job.job_id] = cells
 
     def _hide(self, job_id: str) -> None:
@@ -120,16 +130,38 @@ class JobsTable(DataTable[object]):
             for job_id in removed:
                 self.jobs.pop(job_id, None)
                 self._hide(job_id)
+            out_of_order = False
             for job in changed:
                 self.jobs[job.job_id] = job
                 if matches(job, self.filter_text):
+                    newest = self._newest_shown
+                    if job.job_id not in self._shown and newest and self._order(job) < newest:
+                        out_of_order = True  # an older job arrived late (backfill)
                     self._show(job)
+                    self._newest_shown = max(
+                        self._newest_shown or self._order(job), self._order(job)
+                    )
                 else:
                     self._hide(job.job_id)
+            if out_of_order:  # rows can only be appended: restore oldest-first order
+                self.sort("job_id", key=lambda job_id: self._order(self.jobs[job_id]))
+
+    @staticmethod
+    def _order(job: JobRow) -> tuple[datetime, str]:
+        return (job.created_at, job.job_id)
 
     def refresh_ages(self, now: datetime) -> None:
-        """Redraw the age column (ages move even when no event arrives)."""
-        self.apply(list(self.jobs.values()), (), now)
+        """Redraw the age column (ages move even when no event arrives): only the
+        age cells whose text changed, so a thousand rows cost next to nothing."""
+        self.now = now
+        age_index = [key for key, _ in COLUMNS].index("age")
+        with self.app.batch_update():
+            for job_id, cells in list(self._shown.items()):
+                age = format_age((now - self.jobs[job_id].created_at).total_seconds())
+                if cells[age_index] != age:
+                    self._shown[job_id] = (*cells[:age_index], age, *cells[age_index + 1 :])
+                    grow = len(age) > self.columns[ColumnKey("age")].content_width
+                    self.update_cell(job_id, "age", age, update_width=grow)
 
     def watch_filter_text(self) -> None:
         if self.is_mounted:

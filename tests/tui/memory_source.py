@@ -1,8 +1,9 @@
-"""An in-memory source: demo agents for `watch --demo`, screenshots and TUI tests.
+"""An in-memory source for the screen tests: deterministic rows, no SQLite, no tmux.
 
 It keeps jobs, sessions and a bus of events in plain dicts and applies the same
-state machine as the registry, so every action in the control room has a visible
-effect without SQLite or tmux.
+state machine as the registry, so the look of every screen and the wiring of
+every key can be pinned fast; `tests/tui_live` does the same against the real
+registry and tmux.
 """
 
 from __future__ import annotations
@@ -183,6 +184,18 @@ class InMemorySource:
     def open_control_room_split(self, job_id: str) -> None:
         self._job(job_id)
 
+    def start(self) -> None:
+        return None
+
+    def reconcile(self) -> str | None:
+        return None
+
+    def run_bridge(self, stop: threading.Event) -> None:
+        return None
+
+    def start_demo(self, agents: int) -> list[str]:
+        return [self.submit(f"demo task {n}", "demo", "alpha") for n in range(agents)]
+
 
 def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
     """A source seeded with a handful of agents in every state (deterministic data)."""
@@ -221,75 +234,3 @@ def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
             session = source.sessions[job.agent_session]
             source.sessions[job.agent_session] = replace(session, current_job=job.job_id)
     return source
-
-
-DEMO_STEPS = (
-    "started",
-    "progress:reading the repository",
-    "progress:editing files",
-    "permission_required:run the test suite?",
-    "progress:running tests",
-    "completed:all tests pass",
-)
-DEMO_LABELS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
-DEMO_AGENTS = ("claude", "codex", "aider")
-
-
-class LiveDemoSource(InMemorySource):
-    """Demo agents that move through their states as time passes: each second
-    an agent takes its next step, asks permission (answer with y/N, or it is
-    auto-approved after a few seconds), fails now and then, and takes new work."""
-
-    def __init__(self, agents: int = 4, clock: Callable[[], datetime] | None = None) -> None:
-        super().__init__(clock)
-        self.next_tick = self.clock()
-        self.waiting_ticks: dict[str, int] = {}
-        self.submitted = 0
-        for index in range(agents):
-            label = DEMO_LABELS[index % len(DEMO_LABELS)] + ("" if index < 8 else str(index))
-            self.add_session(SessionRow(label, "running", True, "ok", 0.0, None))
-
-    def poll(self, after_seq: int) -> Delta:
-        with self.lock:
-            now = self.clock()
-            if now >= self.next_tick:
-                self.next_tick = now + timedelta(seconds=1)
-                self._tick()
-        return super().poll(after_seq)
-
-    def _current_job(self, label: str) -> JobRow | None:
-        for job in self.jobs.values():
-            if job.agent_session == label and job.status in ("pending", "running"):
-                return job
-        return None
-
-    def _tick(self) -> None:
-        for label, session in list(self.sessions.items()):
-            if session.state != "running":
-                continue
-            job = self._current_job(label)
-            if job is None:
-                self.submitted += 1
-                agent = DEMO_AGENTS[self.submitted % len(DEMO_AGENTS)]
-                job_id = self.submit(f"demo task {self.submitted}", agent, label)
-            else:
-                job_id = job.job_id
-                self._advance(job)
-            beat = SessionRow(label, "running", True, "ok", 1.0, job_id)
-            self.sessions[label] = beat
-
-    def _advance(self, job: JobRow) -> None:
-        if job.waiting_permission:
-            self.waiting_ticks[job.job_id] = self.waiting_ticks.get(job.job_id, 0) + 1
-            if self.waiting_ticks[job.job_id] < 5:
-                return
-            self.emit(job.job_id, "progress", "auto-approved after 5 s")
-        step = self.job_seq.get(job.job_id, 0)
-        if int(job.job_id, 16) % 5 == 3 and step == 2:
-            self.emit(job.job_id, "error", "agent exited with code 1")
-            return
-        if step < len(DEMO_STEPS):
-            event, _, detail = DEMO_STEPS[step].partition(":")
-            self.emit(job.job_id, event, detail)
-        else:
-            self.emit(job.job_id, "completed", "done")

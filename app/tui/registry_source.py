@@ -1,0 +1,434 @@
+"""The control room's real source: rows read from the registry and the SQLite bus.
+
+Every method blocks (SQLite, tmux, the orchestrator) and is only ever called
+from the app's thread workers. The registry is opened lazily on first use, so
+a corrupt, locked or newer-schema database becomes a notice in the running app
+instead of a crash before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+# libtmux (under both) reads sys.stdout.encoding when first imported, which fails
+# once Textual has replaced stdout: import it here, before any app runs.
+from app.orchestration import Orchestrator
+from app.tmux.driver import TmuxDriver
+from app.tmux.errors import TmuxError
+from app.tui.source import (
+    BrokerState,
+    Delta,
+    EventRow,
+    JobDetail,
+    JobRow,
+    JobStatus,
+    Liveness,
+    SessionRow,
+    SessionState,
+    Snapshot,
+    StopMode,
+)
+from bus import heartbeats
+from bus.db import now_ms, translate
+from bus.messages import Message, Outgoing
+from registry.errors import RegistryError
+from registry.jobs import Registry
+from registry.records import Job, job_from_row
+from registry.sessions import Session, SessionStore
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+    from registry.ingest import IngestBridge
+
+BATCH = 2000  # bus messages read per poll: bounded work however far behind we are
+INITIAL_EVENTS_WINDOW = 500  # how far back the stream looks when the app opens
+RECENT_FINISHED_JOBS = 1000  # finished jobs shown besides every live one
+FIRST_FINISHED_JOBS = 60  # of those, in the first paint; the rest follow in chunks
+BACKFILL_CHUNK = 200
+SESSIONS_EVERY_S = 1.0  # tmux and heartbeats are re-read this often
+RATE_WINDOW_MS = 5000  # events/s is averaged over this window
+TIMELINE_LIMIT = 5000
+MISSING_SEQS_SHOWN = 1000
+CONTROL_AGENT = "control-room"
+FINAL = ("completed", "error", "cancelled")
+
+
+def _ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
+    try:
+        return datetime.fromisoformat(stamp) if stamp else _ts(fallback_ms)
+    except ValueError:
+        return _ts(fallback_ms)
+
+
+def job_row(job: Job) -> JobRow:
+    """The jobs-table line for one registry record."""
+    return JobRow(
+        job_id=job.job_id,
+        status=cast(JobStatus, job.status),
+        agent=job.agent,
+        agent_session=job.agent_session,
+        created_at=_ts(job.created_at_ms),
+        updated_at=_parse_iso(job.updated_at, job.created_at_ms),
+        last_event=job.last_event,
+        progress_detail=job.last_detail or "",
+        missing_events=job.missing_count,
+        waiting_permission=job.status == "running" and job.last_event == "permission_required",
+    )
+
+
+def event_row(message: Message) -> EventRow | None:
+    """A stream line for a `job.event` message, or for a status change nobody's
+    event explains (a cancel, a resume, an expired lease); None for the rest."""
+    payload = message.payload if isinstance(message.payload, dict) else {}
+    job_id = str(message.correlation_id or payload.get("job_id", ""))
+    if message.type == "job.event":
+        return EventRow(
+            seq=int(payload.get("seq", 0)),
+            ts=_ts(message.ts_ms),
+            job_id=job_id,
+            event=str(payload.get("event", "?")),
+            detail=str(payload.get("detail", "")),
+        )
+    reason = str(payload.get("reason", ""))
+    if message.type == "job.status" and not reason.startswith("agent published"):
+        detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
+        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
+    return None
+
+
+def expand_missing(ranges: Sequence[Sequence[int]], limit: int = MISSING_SEQS_SHOWN) -> list[int]:
+    """[[3, 5], [9, 9]] -> [3, 4, 5, 9], at most `limit` of them."""
+    seqs: list[int] = []
+    for first, last in ranges:
+        seqs.extend(range(first, min(last, first + limit - len(seqs) - 1) + 1))
+        if len(seqs) >= limit:
+            break
+    return seqs
+
+
+class RegistrySource:
+    """`ControlRoomSource` over `Registry`, `SessionStore`, heartbeats and tmux.
+
+    `poll(0)` is a snapshot that starts at the bus's latest seq (history is
+    never replayed: with a million messages the app still opens at once);
+    `poll(n)` reads at most BATCH messages after `n` and re-reads only the jobs
+    they mention. Actions go through the `Orchestrator`, built on first use.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tmux_socket: str | None = None,
+        orchestrator: Orchestrator | None = None,
+        bridge: IngestBridge | None = None,
+        clock_ms: Callable[[], int] = now_ms,
+    ) -> None:
+        self.settings = settings
+        self.tmux_socket = tmux_socket
+        self.bridge = bridge
+        self.clock_ms = clock_ms
+        self._orchestrator = orchestrator
+        self._registry: Registry | None = None
+        self._sessions: SessionStore | None = None
+        self._lock = threading.Lock()
+        self._event_times: deque[int] = deque(maxlen=20_000)
+        self._counts: dict[str, int] = {}
+        self._sessions_at = 0.0
+        self._finished_loaded = 0  # finished jobs sent so far (oldest last)
+        self._finished_before: tuple[int, str] | None = None  # where backfill resumes
+        self._tmux_notice_given = False
+        self._broker_state: BrokerState = "none"
+
+    # -- lazily opened parts --------------------------------------------------
+    @property
+    def registry(self) -> Registry:
+        with self._lock:
+            if self._registry is None:
+                self._registry = Registry.open(
+                    self.settings.state_dir, busy_timeout_ms=self.settings.busy_timeout_ms
+                )
+                self._sessions = SessionStore(self._registry.bus)
+            return self._registry
+
+    @property
+    def sessions(self) -> SessionStore:
+        self.registry  # noqa: B018 - opens both
+        assert self._sessions is not None
+        return self._sessions
+
+    @property
+    def orchestrator(self) -> Orchestrator:
+        with self._lock:
+            if self._orchestrator is None:
+                self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
+            return self._orchestrator
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """A read on this thread's connection (errors become bus errors)."""
+        db = self.registry.db
+        try:
+            return list(db.conn.execute(sql, tuple(params)).fetchall())
+        except sqlite3.Error as error:
+            raise translate(error, db.path) from error
+
+    # -- polling --------------------------------------------------------------
+    def poll(self, after_seq: int) -> Delta:
+        notices: list[str] = []
+        removed: tuple[str, ...] = ()
+        if after_seq <= 0:
+            cursor = self.registry.bus.latest_seq()
+            jobs = self._initial_jobs()
+            self._sessions_at = 0.0  # sessions (a tmux call) come with the next poll
+            events = self._recent_events(cursor)
+            changed_counts = True
+        else:
+            messages = self.registry.bus.read_after(after_seq, limit=BATCH)
+            cursor = messages[-1].seq if messages else after_seq
+            job_ids = {m.correlation_id for m in messages if m.type.startswith("job.")}
+            found = self._jobs_by_id(sorted(i for i in job_ids if i))
+            jobs = list(found.values())
+            events = [row for m in messages if (row := event_row(m)) is not None]
+            changed_counts = bool(job_ids)
+            removed = tuple(sorted(i for i in job_ids if i and i not in found))
+            session_news = any(m.type.startswith("session.") for m in messages)
+            if session_news:
+                self._sessions_at = 0.0
+            backfill = [
+                job for job in self._older_finished(BACKFILL_CHUNK) if job.job_id not in found
+            ]
+            jobs = backfill[::-1] + jobs
+        for message_ts in (e.ts for e in events if e.event != "status"):
+            self._event_times.append(int(message_ts.timestamp() * 1000))
+        if changed_counts:
+            self._counts = self._count_jobs()
+        sessions = None
+        if time.monotonic() - self._sessions_at >= SESSIONS_EVERY_S:
+            self._sessions_at = time.monotonic()
+            sessions = tuple(self._session_rows(notices))
+        broker = self._probe_broker(notices)
+        return Delta(
+            cursor=cursor,
+            jobs=tuple(job_row(job) for job in jobs),
+            removed_job_ids=removed,
+            sessions=sessions,
+            events=tuple(events),
+            snapshot=Snapshot(
+                counts=dict(self._counts),
+                events_per_s=self._rate(),
+                broker_state=broker,
+            ),
+            notices=tuple(notices),
+        )
+
+    def _initial_jobs(self) -> list[Job]:
+        """Every live job and the newest finished ones: few enough to paint at once."""
+        live = self._rows("SELECT * FROM jobs WHERE status IN ('pending', 'running')")
+        self._finished_loaded, self._finished_before = 0, None
+        jobs = [job_from_row(row) for row in live] + self._older_finished(FIRST_FINISHED_JOBS)
+        return sorted(jobs, key=lambda job: (job.created_at_ms, job.job_id))
+
+    def _older_finished(self, limit: int) -> list[Job]:
+        """The next `limit` finished jobs, newest first, older than those already sent."""
+        limit = min(limit, RECENT_FINISHED_JOBS - self._finished_loaded)
+        if limit <= 0:
+            return []
+        before = self._finished_before or (2**62, "")
+        rows = self._rows(
+            "SELECT * FROM jobs WHERE status IN ('completed', 'error', 'cancelled') "
+            "AND (created_at_ms, job_id) < (?, ?) ORDER BY created_at_ms DESC, job_id DESC "
+            "LIMIT ?",
+            (*before, limit),
+        )
+        jobs = [job_from_row(row) for row in rows]
+        self._finished_loaded += len(jobs)
+        if len(jobs) < limit:
+            self._finished_loaded = RECENT_FINISHED_JOBS  # nothing older: backfill done
+        if jobs:
+            self._finished_before = (jobs[-1].created_at_ms, jobs[-1].job_id)
+        return jobs
+
+    def _jobs_by_id(self, job_ids: list[str]) -> dict[str, Job]:
+        found: dict[str, Job] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = job_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(f"SELECT * FROM jobs WHERE job_id IN ({marks})", chunk):
+                found[row["job_id"]] = job_from_row(row)
+        return found
+
+    def _recent_events(self, cursor: int) -> list[EventRow]:
+        start = max(0, cursor - INITIAL_EVENTS_WINDOW)
+        messages = self.registry.bus.read_after(start, limit=INITIAL_EVENTS_WINDOW)
+        rows = [row for m in messages if (row := event_row(m)) is not None]
+        return rows[-100:]
+
+    def _count_jobs(self) -> dict[str, int]:
+        rows = self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status")
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def _rate(self) -> float:
+        horizon = self.clock_ms() - RATE_WINDOW_MS
+        while self._event_times and self._event_times[0] < horizon:
+            self._event_times.popleft()
+        return len(self._event_times) / (RATE_WINDOW_MS / 1000)
+
+    def _probe_broker(self, notices: list[str]) -> BrokerState:
+        """The ingest bridge's connection, with one notice each time it is lost."""
+        if self.bridge is None:
+            return "none"
+        state: BrokerState = self.bridge.state
+        error = self.bridge.last_error
+        if state == "reconnecting" and error and self._broker_state != "reconnecting":
+            notices.append(f"MQTT broker unreachable ({error}); the SQLite bus still works")
+            self._broker_state = state
+        elif state != "reconnecting" or error:
+            self._broker_state = state
+        return state
+
+    def run_bridge(self, stop: threading.Event) -> None:
+        """Carry MQTT events into the registry until `stop` (no broker: return at once)."""
+        if self.bridge is not None:
+            self.bridge.run(stop)
+
+    # -- sessions ---------------------------------------------------------------
+    def _session_rows(self, notices: list[str]) -> list[SessionRow]:
+        records = self.sessions.list()
+        beats = {beat.agent_id: beat for beat in heartbeats.read_all(self.registry.db.conn)}
+        running = {
+            str(row[0]): str(row[1])
+            for row in self._rows(
+                "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
+                "ORDER BY created_at_ms"
+            )
+        }
+        alive = self._tmux_sessions(notices)
+        at_ms = self.clock_ms()
+        rows = []
+        for record in records:
+            beat = beats.get(record.label) or beats.get(record.tmux_session)
+            liveness: Liveness = "unknown"
+            age_s: float | None = None
+            if beat is not None:
+                liveness = cast(Liveness, str(beat.liveness(at_ms)))
+                age_s = max(0.0, (at_ms - beat.ts_ms) / 1000)
+            rows.append(
+                SessionRow(
+                    label=record.label,
+                    state=cast(SessionState, record.state),
+                    tmux_alive=alive is not None and self._is_alive(record, alive),
+                    liveness=liveness,
+                    heartbeat_age_s=age_s,
+                    current_job=running.get(record.label)
+                    or (beat.current_task if beat is not None else None),
+                )
+            )
+        return rows
+
+    @staticmethod
+    def _is_alive(record: Session, alive: set[str]) -> bool:
+        return record.label in alive or record.tmux_session in alive
+
+    def _tmux_sessions(self, notices: list[str]) -> set[str] | None:
+        """Labels and names of live tmux sessions; None (with one notice) without tmux."""
+        try:
+            infos = TmuxDriver(self.tmux_socket).list_sessions()
+        except TmuxError as error:
+            if not self._tmux_notice_given:
+                self._tmux_notice_given = True
+                notices.append(f"tmux unavailable, sessions show as gone: {error}")
+            return None
+        self._tmux_notice_given = False
+        return {info.label for info in infos} | {info.session_name for info in infos}
+
+    # -- detail -----------------------------------------------------------------
+    def job_detail(self, job_id: str) -> JobDetail:
+        registry = self.registry
+        job = registry.get(job_id)
+        why = registry.why(job_id)
+        rows = self._rows(
+            "SELECT seq, ts_ms, type, payload FROM messages WHERE correlation_id = ? "
+            "AND type = 'job.event' ORDER BY seq DESC LIMIT ?",
+            (job_id, TIMELINE_LIMIT),
+        )
+        timeline = []
+        for row in reversed(rows):
+            try:
+                payload = json.loads(row["payload"]) if row["payload"] else {}
+            except ValueError:
+                payload = {}
+            timeline.append(
+                EventRow(
+                    seq=int(payload.get("seq", 0)),
+                    ts=_ts(int(row["ts_ms"])),
+                    job_id=job_id,
+                    event=str(payload.get("event", "?")),
+                    detail=str(payload.get("detail", "")),
+                )
+            )
+        return JobDetail(
+            record=job.to_dict(),
+            why_text=why,
+            timeline=timeline,
+            missing_seqs=expand_missing(job.missing_seqs),
+            pane_log_path=self.pane_log_path(job_id),
+        )
+
+    def pane_log_path(self, job_id: str) -> Path:
+        """Where the tmux layer pipes the job's pane (it may not exist yet)."""
+        return self.settings.state_dir / "logs" / job_id / "pane.log"
+
+    # -- lifecycle --------------------------------------------------------------
+    def start(self) -> None:
+        """Mark the control room's start on the bus (History shows restarts)."""
+        self.registry.bus.publish(
+            Outgoing(
+                type="control.started",
+                from_agent=CONTROL_AGENT,
+                payload={"pid": os.getpid(), "state_dir": str(self.settings.state_dir)},
+            )
+        )
+
+    def reconcile(self) -> str | None:
+        """Let the orchestrator catch dead panes, expired leases and vanished sessions;
+        a line for the user only when the pass changed something."""
+        report = self.orchestrator.reconcile()
+        return report.summary() if report.acted else None
+
+    def start_demo(self, agents: int) -> list[str]:
+        return [job.job_id for job in self.orchestrator.start_demo(agents)]
+
+    # -- actions ----------------------------------------------------------------
+    def cancel(self, job_id: str) -> None:
+        self.orchestrator.cancel(job_id)
+
+    def resume(self, job_id: str) -> None:
+        self.orchestrator.resume_job(job_id)
+
+    def stop_session(self, label: str, mode: StopMode) -> None:
+        self.orchestrator.stop_session(label, mode)
+
+    def answer(self, job_id: str, yes: bool) -> None:
+        job = self.registry.get(job_id)
+        if job.last_event != "permission_required" or job.status != "running":
+            raise RegistryError(f"job {job_id} is not waiting for an answer")
+        self.orchestrator.answer(job_id, yes)
+
+    def submit(self, prompt: str, agent: str, agent_session: str) -> str:
+        return self.orchestrator.submit(prompt, agent, agent_session).job_id
+
+    def open_control_room_split(self, job_id: str) -> None:
+        self.orchestrator.control_room_split(job_id)

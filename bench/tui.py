@@ -1,0 +1,337 @@
+"""Benchmark the control room on a big registry: first paint, peak RSS, live latency.
+
+Run:  .venv/bin/python bench/tui.py [--jobs 10000] [--messages 1000000] [--rate 1000]
+                                    [--seconds 10] [--state DIR]
+
+State: 10,000 jobs and 1,000,000 bus messages are written straight into a fresh
+state.db with `executemany` in batches of 50,000 (one real `Registry.register`
+gives the row template; the API would take minutes for a million rows).
+`--live` jobs stay pending so events can be published to them; the rest are
+completed. With `--state DIR` an existing state is reused.
+
+Each case runs in its own subprocess (so `ru_maxrss` is that case's peak):
+* paint: a minimal Textual app showing an empty DataTable vs ControlRoomApp
+  over the registry, both headless via `run_test(size=(120, 40))`, timed from
+  constructing the app to the refresh after its content is in place (for the
+  control room: after the first delta from the registry is drawn).
+* latency: ControlRoomApp runs headless while another process publishes
+  `--rate` events/s with `Registry.publish` (audited=False: the audit log's
+  fsync per line is not what is measured) for `--seconds`; for each event,
+  publish (the bus row's ts_ms) -> the jobs row updated in the UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZE = (120, 40)
+BATCH = 50_000
+
+
+# -- building the state ---------------------------------------------------------
+def build_state(state_dir: Path, jobs: int, messages: int, live: int) -> None:
+    """`jobs` job rows (`live` of them pending, the rest completed) and `messages`
+    job.event rows spread over them, written with executemany."""
+    from registry.jobs import Registry
+
+    registry = Registry.open(state_dir, audited=False)
+    template = registry.register("bench template", "bench", "bench-0", sign_events=False)
+    conn = sqlite3.connect(state_dir / "state.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = OFF")
+    row = conn.execute("SELECT * FROM jobs WHERE job_id = ?", (template.job_id,)).fetchone()
+    columns = [d[0] for d in conn.execute("SELECT * FROM jobs LIMIT 0").description]
+    base = dict(zip(columns, row, strict=True))
+    conn.execute("DELETE FROM messages")
+    conn.execute("DELETE FROM job_transitions")
+    conn.execute("DELETE FROM task_claims")
+    conn.execute("DELETE FROM jobs")
+    start_ms = int(time.time() * 1000) - jobs * 1000
+    ids = [f"{n:08x}" for n in range(jobs)]
+    per_job = max(1, messages // jobs)
+    rows = []
+    for n, job_id in enumerate(ids):
+        finished = n < jobs - live
+        values = dict(base)
+        values.update(
+            job_id=job_id,
+            status="completed" if finished else "pending",
+            created_at_ms=start_ms + n * 1000,
+            agent_session=f"bench-{n % 20}",
+            topic_prefix=f"jobs/{job_id}",
+            last_event="completed" if finished else None,
+            last_detail="done" if finished else None,
+            last_seq=per_job,
+            max_seen_seq=per_job,
+            seq_floor=per_job,
+        )
+        rows.append(tuple(values[c] for c in columns))
+    marks = ",".join("?" * len(columns))
+    conn.execute("BEGIN")
+    conn.executemany(f"INSERT INTO jobs ({','.join(columns)}) VALUES ({marks})", rows)
+    conn.execute("COMMIT")
+    insert = (
+        "INSERT INTO messages (id, ts_ms, from_agent, to_agent, type, correlation_id, payload) "
+        "VALUES (?, ?, ?, NULL, 'job.event', ?, ?)"
+    )
+    for first in range(0, messages, BATCH):
+        batch = []
+        for n in range(first, min(messages, first + BATCH)):
+            job_id = ids[(n // per_job) % jobs]
+            seq = n % per_job + 1
+            payload = json.dumps(
+                {
+                    "schema_version": 1,
+                    "seq": seq,
+                    "job_id": job_id,
+                    "event": "progress",
+                    "timestamp": "2026-01-01T00:00:00Z",
+                    "detail": f"step {seq}",
+                    "data": {},
+                }
+            )
+            batch.append((f"{job_id}:{seq}", start_ms + n, job_id, job_id, payload))
+        conn.execute("BEGIN")
+        conn.executemany(insert, batch)
+        conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as a long-lived state would be
+    conn.close()
+    registry.db.close()
+
+
+# -- cases (each in its own subprocess) -------------------------------------------
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def paint_minimal() -> float:
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    painted = asyncio.get_running_loop().create_future()
+
+    class Minimal(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable()
+
+        def on_mount(self) -> None:
+            self.call_after_refresh(lambda: painted.done() or painted.set_result(None))
+
+    start = time.perf_counter()
+    app = Minimal()
+    async with app.run_test(size=SIZE):
+        await asyncio.wait_for(painted, 60)
+        return time.perf_counter() - start
+
+
+def control_room(state_dir: Path) -> Any:
+    from app.settings import Settings
+    from app.tui.app import ControlRoomApp
+    from app.tui.registry_source import RegistrySource
+
+    source = RegistrySource(Settings(state_dir))
+    return ControlRoomApp(source, reconcile_interval_s=None)
+
+
+async def paint_control_room(state_dir: Path) -> dict[str, float]:
+    """Seconds to the first refresh after mount (as for the minimal app), and to the
+    refresh after the first registry delta is drawn (rows on screen)."""
+    from app.settings import Settings
+    from app.tui.app import ControlRoomApp
+    from app.tui.registry_source import RegistrySource
+
+    loop = asyncio.get_running_loop()
+    mounted, painted = loop.create_future(), loop.create_future()
+
+    def settle(future: asyncio.Future[float]) -> None:
+        if not future.done():
+            future.set_result(time.perf_counter())
+
+    class Timed(ControlRoomApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.call_after_refresh(lambda: settle(mounted))
+
+        def on_control_room_app_delta_ready(self) -> None:
+            super().on_control_room_app_delta_ready()
+            if self.polls_applied:
+                self.call_after_refresh(lambda: settle(painted))
+
+    start = time.perf_counter()
+    app = Timed(RegistrySource(Settings(state_dir)), reconcile_interval_s=None)
+    async with app.run_test(size=SIZE):
+        first = await asyncio.wait_for(mounted, 60)
+        with_rows = await asyncio.wait_for(painted, 60)
+        rows = app.main.query_one("#jobs").row_count  # type: ignore[attr-defined]
+        print(json.dumps({"rows": rows}), file=sys.stderr)
+        return {"paint_s": first - start, "data_s": with_rows - start}
+
+
+async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
+    from bus.db import now_ms
+
+    app = control_room(state_dir)
+    latencies: list[float] = []
+    started_ms = 2**62  # events before the publisher starts are not measured
+    original = app.main.apply_delta
+
+    def timed_apply(delta: Any, now: Any) -> None:
+        original(delta, now)
+        done = time.time() * 1000
+        latencies.extend(
+            done - e.ts.timestamp() * 1000
+            for e in delta.events
+            if e.detail.startswith("bench ") and e.ts.timestamp() * 1000 >= started_ms
+        )
+
+    app.main.apply_delta = timed_apply  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.polls_applied:
+            await pilot.pause(0.05)
+        started_ms = now_ms()
+        publisher = subprocess.Popen(
+            [sys.executable, __file__, "_publish", str(state_dir), str(rate), str(seconds)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        while publisher.poll() is None:
+            await pilot.pause(0.1)
+        sent = json.loads(publisher.stdout.read())  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while len(latencies) < sent["events"] and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        caught_up_ms = now_ms() - sent["ended_ms"]
+    latencies.sort()
+    return {
+        "sent": sent["events"],
+        "achieved_rate": sent["events"] / sent["seconds"],
+        "seen": len(latencies),
+        "p50_ms": statistics.median(latencies) if latencies else float("nan"),
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] if latencies else float("nan"),
+        "max_ms": latencies[-1] if latencies else float("nan"),
+        "caught_up_ms": caught_up_ms,
+        "rss_mb": peak_rss_mb(),
+    }
+
+
+def publish(state_dir: Path, rate: int, seconds: float) -> None:
+    """Publish `rate` events/s round-robin over the live (pending/running) jobs."""
+    from bus.db import now_ms
+    from registry.jobs import Registry
+
+    registry = Registry.open(state_dir, audited=False)
+    live = [job.job_id for job in registry.list(status="pending")]
+    live += [job.job_id for job in registry.list(status="running")]
+    total = int(rate * seconds)
+    start = time.perf_counter()
+    for n in range(total):
+        due = start + n / rate
+        pause = due - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+        registry.publish(live[n % len(live)], "progress", f"bench {n}")
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"events": total, "seconds": elapsed, "ended_ms": now_ms()}))
+
+
+def child(argv: list[str]) -> None:
+    case, state = argv[0], Path(argv[1]) if len(argv) > 1 else Path()
+    if case == "_publish":
+        publish(state, int(argv[2]), float(argv[3]))
+        return
+    if case == "_minimal":
+        result: dict[str, Any] = {"paint_s": asyncio.run(paint_minimal())}
+    elif case == "_control":
+        result = asyncio.run(paint_control_room(state))
+    else:
+        result = asyncio.run(latency(state, int(argv[2]), float(argv[3])))
+    result.setdefault("rss_mb", peak_rss_mb())
+    print(json.dumps(result))
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{args[0]} failed:\n{out.stderr[-3000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--live", type=int, default=100, help="jobs left pending for events")
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--state", type=Path, help="reuse (or build into) this state dir")
+    parser.add_argument("--repeat", type=int, default=3, help="paint runs per app (median)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        state = args.state or Path(scratch) / "state"
+        if not (state / "state.db").exists():
+            began = time.perf_counter()
+            build_state(state, args.jobs, args.messages, args.live)
+            print(
+                f"built {args.jobs:,} jobs + {args.messages:,} messages "
+                f"in {time.perf_counter() - began:.1f} s ({state})"
+            )
+        minimal = [run_child("_minimal") for _ in range(args.repeat)]
+        control = [run_child("_control", str(state)) for _ in range(args.repeat)]
+        live = run_child("_latency", str(state), str(args.rate), str(args.seconds))
+    paint_min = statistics.median(r["paint_s"] for r in minimal) * 1000
+    paint_ctl = statistics.median(r["paint_s"] for r in control) * 1000
+    data_ctl = statistics.median(r["data_s"] for r in control) * 1000
+    rss_min = max(r["rss_mb"] for r in minimal)
+    rss_ctl = max(r["rss_mb"] for r in control)
+    rows = [
+        (
+            "first paint (median ms)",
+            f"{paint_ctl:.0f}",
+            f"{paint_min:.0f}",
+            f"{paint_ctl / paint_min:.2f}x (target <= 2x)",
+        ),
+        (
+            "first paint with rows (median ms)",
+            f"{data_ctl:.0f}",
+            "",
+            f"{data_ctl / paint_min:.2f}x the minimal app's first paint",
+        ),
+        ("peak RSS, paint (MB)", f"{rss_ctl:.0f}", f"{rss_min:.0f}", "target <= 300 MB"),
+        ("peak RSS, live 1k ev/s (MB)", f"{live['rss_mb']:.0f}", "", "target <= 300 MB"),
+        (
+            "events published / seen",
+            f"{live['sent']:,} / {live['seen']:,}",
+            "",
+            f"publisher achieved {live['achieved_rate']:.0f} ev/s",
+        ),
+        ("publish->row p50 (ms)", f"{live['p50_ms']:.0f}", "", ""),
+        ("publish->row p99 (ms)", f"{live['p99_ms']:.0f}", "", "target <= 100 ms"),
+        ("publish->row max (ms)", f"{live['max_ms']:.0f}", "", ""),
+        ("caught up after publisher stopped (ms)", f"{live['caught_up_ms']:.0f}", "", ""),
+    ]
+    print(f"\n{'measure':<40} {'control room':>16} {'minimal app':>12}  note")
+    for name, ours, base, note in rows:
+        print(f"{name:<40} {ours:>16} {base:>12}  {note}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("_"):
+        child(sys.argv[1:])
+    else:
+        main()

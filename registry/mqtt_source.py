@@ -1,0 +1,242 @@
+"""Verified job events for a waiter, from MQTT (one session per broker) and the SQLite bus.
+
+``orchestrate subscribe`` follows a set of jobs wherever their events travel:
+a job with a broker over MQTT (persistent session, ack after the consumer
+has handled the event), a job without one on the local SQLite bus. Every
+MQTT payload is parsed and verified against the job's auth_token before it
+reaches the consumer; anything else is dropped with a logged reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bus.messages import Bus
+from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage
+from registry.errors import EventRejected, InvalidEvent
+from registry.events import Event, parse_event
+from registry.signing import verify
+from registry.waiter import bus_events
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+
+
+class UnexpectedJob(EventRejected):
+    """A well-formed event for a job nobody asked to follow (it cannot be verified)."""
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """One job to follow and what it takes to trust its events.
+
+    ``token`` None means the job does not sign (registered with ``--no-sign``);
+    ``broker`` None means it lives on the SQLite bus alone. Events with a seq
+    at or below ``seq_floor`` belong to an attempt before a resume (a retained
+    terminal event of that attempt must not end the new one).
+    """
+
+    job_id: str
+    topic: str
+    token: str | None
+    broker: BrokerConfig | None
+    seq_floor: int = 0
+
+
+def verify_payload(payload: bytes, jobs: Mapping[str, WatchedJob]) -> Event:
+    """The event in ``payload`` if it is a v1 event for one of ``jobs``, signed
+    with that job's token; else InvalidEvent / SignatureError / UnexpectedJob /
+    EventRejected with a one-line reason."""
+    event = parse_event(payload)
+    job = jobs.get(event.job_id)
+    if job is None:
+        raise UnexpectedJob(f"event for unexpected job {event.job_id} (seq {event.seq})")
+    if job.token is not None:
+        verify(event, job.token)
+    if event.seq <= job.seq_floor:
+        raise EventRejected(
+            f"job {event.job_id} seq {event.seq} belongs to an attempt before the resume"
+        )
+    return event
+
+
+def stable_client_id(kind: str, *parts: str, host: str | None = None) -> str:
+    """A client id that is the same on every run for the same (host, parts), so
+    the broker resumes the session; 23 characters at most (MQTT 3.1.1's limit).
+
+    >>> a = stable_client_id("sub", "ab12cd34", host="h1")
+    >>> (a == stable_client_id("sub", "ab12cd34", host="h1"), a == stable_client_id("sub", "x"))
+    (True, False)
+    >>> len(stable_client_id("sub", "ab12cd34", "00ff00ff", host="h1")) <= 23
+    True
+    """
+    seed = "\0".join([host or socket.gethostname(), *parts])
+    digest = hashlib.sha256(seed.encode("utf-8")).hexdigest()
+    prefix = f"orch-{kind}-"
+    return prefix + digest[: 23 - len(prefix)]
+
+
+@dataclass(frozen=True)
+class FedEvent:
+    """A verified event handed to the consumer; call ``ack`` once it is handled
+    (for MQTT, the PUBACK goes to the broker only then)."""
+
+    event: Event
+    source: str
+    ack: Callable[[], object] = field(repr=False, default=lambda: None)
+
+
+class JobEventFeed:
+    """Merge the events of ``jobs`` from their brokers and the bus into one queue.
+
+    >>> # feed = JobEventFeed(jobs, bus_factory=lambda: Bus(BusDB(state_dir)))
+    >>> # with feed:
+    >>> #     while (fed := feed.get(0.2)) is not None: waiter.offer(fed.event); fed.ack()
+
+    One ``MqttSubscriber`` per distinct broker, with a client id stable per
+    (host, job set) so that a restarted subscriber (or broker) resumes the
+    same session; each has a thread that verifies what arrives. Jobs without
+    a broker are read from the bus (already verified by the registry).
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[WatchedJob],
+        *,
+        bus_factory: Callable[[], Bus] | None = None,
+        host: str | None = None,
+        reconnect_max_s: int = 30,
+    ) -> None:
+        if not jobs:
+            raise ValueError("nothing to follow")
+        self.jobs = {job.job_id: job for job in jobs}
+        self.bus_factory = bus_factory
+        self._queue: queue.Queue[FedEvent] = queue.Queue()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.subscribers: list[MqttSubscriber] = []
+        by_broker: dict[BrokerConfig, list[WatchedJob]] = {}
+        for job in jobs:
+            if job.broker is not None:
+                by_broker.setdefault(job.broker, []).append(job)
+        ids = sorted(self.jobs)
+        for config, group in by_broker.items():
+            topics = sorted({job.topic for job in group})
+            client_id = stable_client_id("sub", config.url, *ids, host=host)
+            self.subscribers.append(
+                MqttSubscriber(
+                    config,
+                    topics,
+                    client_id=client_id,
+                    manual_ack=True,
+                    reconnect_max_s=reconnect_max_s,
+                )
+            )
+        self.bus_jobs = sorted(job.job_id for job in jobs if job.broker is None)
+        if self.bus_jobs and bus_factory is None:
+            raise ValueError("jobs without a broker need a bus to follow")
+        self.dropped = 0
+        """How many MQTT messages were refused (forged, malformed, unexpected)."""
+
+    def start(self) -> None:
+        """Connect every subscriber and start the reader threads; returns at once."""
+        for sub in self.subscribers:
+            sub.start()
+            self._spawn(f"mqtt {sub.config.url}", functools.partial(self._read_mqtt, sub))
+        if self.bus_jobs:
+            self._spawn("sqlite bus", self._read_bus)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=f"feed {name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def stop(self) -> None:
+        """Stop reading and disconnect; the brokers keep the sessions."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        for sub in self.subscribers:
+            sub.stop()
+
+    def __enter__(self) -> JobEventFeed:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def get(self, timeout: float) -> FedEvent | None:
+        """The next verified event, or None if none came within ``timeout`` seconds."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    @property
+    def connected(self) -> bool:
+        """Every subscriber is connected and subscribed (True with none: bus only)."""
+        return all(sub.state is ConnectionState.CONNECTED for sub in self.subscribers)
+
+    def wait_connected(self, timeout: float) -> bool:
+        """True once every subscriber is connected and subscribed."""
+        return all(sub.wait_connected(timeout) for sub in self.subscribers)
+
+    def forget_sessions(self, timeout: float = 2.0) -> None:
+        """End the broker sessions once waiting is over for good.
+
+        A resumed session's subscription already exists, so the broker would
+        not send the retained terminal event again (retainHandling=1): a later
+        ``subscribe`` of the same jobs must start from a fresh session. Done by
+        resuming each session with a SessionExpiryInterval of 0 (it then ends
+        at disconnect). Best effort: a broker that is gone keeps the session.
+        """
+        for sub in self.subscribers:
+            closer = MqttSubscriber(
+                sub.config, sub.topics, client_id=sub.client_id, session_expiry_s=0, protocol="5"
+            )
+            closer.start()
+            try:
+                if not closer.wait_connected(timeout):
+                    log.info("could not end session %s: broker unreachable", sub.client_id)
+            finally:
+                closer.stop()
+
+    # -- reader threads --------------------------------------------------------
+
+    def _read_mqtt(self, sub: MqttSubscriber) -> None:
+        while not self._stop.is_set():
+            message = sub.get(timeout=POLL_S)
+            if message is not None:
+                self._handle(sub, message)
+
+    def _handle(self, sub: MqttSubscriber, message: ReceivedMessage) -> None:
+        try:
+            event = verify_payload(message.payload, self.jobs)
+        except (InvalidEvent, EventRejected) as exc:
+            self.dropped += 1
+            log.warning("dropped message on %s: %s", message.topic, exc)
+            sub.ack(message)  # it will never verify: do not have it redelivered
+            return
+        self._queue.put(FedEvent(event, f"mqtt {message.topic}", lambda: sub.ack(message)))
+
+    def _read_bus(self) -> None:
+        bus: Bus | None = None
+        try:
+            assert self.bus_factory is not None
+            bus = self.bus_factory()
+            for event in bus_events(bus, self.bus_jobs, stop=self._stop.is_set):
+                self._queue.put(FedEvent(event, "sqlite bus"))
+        except Exception:  # the consumer then times out rather than hangs; say why
+            log.exception("stopped following the SQLite bus")
+        finally:
+            if bus is not None:
+                bus.db.close()

@@ -1,0 +1,235 @@
+"""The ingest bridge over a real Mosquitto: remote agents' MQTT events land in the bus once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bus.mqtt import MqttPublisher, publish_once
+from registry.events import Event, build_event
+from registry.ingest import IngestBridge
+from registry.jobs import Registry
+from registry.signing import sign
+from tests.mosquitto_fixture import RunningBroker, wait_for
+from tests.mqtt_jobs.conftest import raw_publish
+
+
+def remote_job(state_dir: Path, broker: RunningBroker) -> tuple[str, str]:
+    """A job registered on the control host; the agent elsewhere knows only id and token."""
+    job = Registry.open(state_dir).register(
+        "sort the list", "demo", "tmux:demo", broker={"host": "127.0.0.1", "port": broker.port}
+    )
+    assert job.auth_token
+    return job.job_id, job.auth_token
+
+
+def agent_events(job_id: str, token: str, count: int) -> list[Event]:
+    """started, progress..., completed: what a remote agent signs and publishes."""
+    names = ["started"] + ["progress"] * (count - 2) + ["completed"]
+    return [
+        sign(build_event(job_id, seq, name, f"step {seq}"), token)
+        for seq, name in enumerate(names, start=1)
+    ]
+
+
+def bus_event_seqs(state_dir: Path, job_id: str) -> list[int]:
+    """Seqs of the job's `job.event` rows, read from another connection, in bus order."""
+    with sqlite3.connect(state_dir / "state.db") as conn:
+        rows = conn.execute(
+            "SELECT id FROM messages WHERE type = 'job.event' AND correlation_id = ? ORDER BY seq",
+            (job_id,),
+        ).fetchall()
+    return [int(row[0].split(":")[1]) for row in rows]
+
+
+def moves(state_dir: Path, job_id: str) -> list[tuple[str | None, str]]:
+    return [(c.from_state, c.to_state) for c in Registry.open(state_dir).history(job_id)]
+
+
+class BridgeThread:
+    """An IngestBridge running in a thread, as the TUI runs it in a worker."""
+
+    def __init__(self, bridge: IngestBridge) -> None:
+        self.bridge = bridge
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=bridge.run, args=(self.stop_event,), daemon=True)
+
+    def start(self) -> BridgeThread:
+        self.thread.start()
+        assert wait_for(lambda: self.bridge.state == "connected", 15)
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def run_bridge(state_dir: Path) -> Iterator[object]:
+    """``run_bridge(broker, **kwargs)``: a started bridge for this test's state dir."""
+    running: list[BridgeThread] = []
+
+    def start(broker: RunningBroker, **kwargs: object) -> BridgeThread:
+        bridge = IngestBridge(state_dir, broker.config(), **kwargs)  # type: ignore[arg-type]
+        assert bridge.state == "none"
+        running.append(BridgeThread(bridge).start())
+        return running[-1]
+
+    yield start
+    for bridge in running:
+        if bridge.thread.is_alive():
+            bridge.stop()
+
+
+def test_remote_events_land_in_the_bus_exactly_once(broker, state_dir, run_bridge) -> None:  # type: ignore[no-untyped-def]
+    """Events straight from MQTT (no local publish) are recorded once each: retried
+    duplicates absorbed, a forged copy refused, the job moved pending->running->completed,
+    and each shows as `received` via mqtt in the audit log."""
+    job_id, token = remote_job(state_dir, broker)
+    running = run_bridge(broker)
+    events = agent_events(job_id, token, 6)
+    topic = f"jobs/{job_id}/events"
+    forged = sign(build_event(job_id, 4, "error", "forged"), "guessed-token-123")
+    for event in [*events[:3], events[1], forged, *events[3:], events[2]]:
+        raw_publish(broker, topic, event.to_bytes(), retain=event.is_terminal)
+    assert wait_for(lambda: running.bridge.stats.received == 9)
+    running.stop()
+    assert bus_event_seqs(state_dir, job_id) == [1, 2, 3, 4, 5, 6]
+    assert moves(state_dir, job_id) == [(None, "pending"), ("pending", "running"),
+                                        ("running", "completed")]  # fmt: skip
+    stats = running.bridge.stats
+    assert (stats.recorded, stats.duplicates, stats.refused) == (6, 2, 1)
+    audit = Registry.open(state_dir).audit
+    received = [e for e in audit.iter_events(job_id) if e["kind"] == "received"]
+    assert [e["event"]["seq"] for e in received] == [1, 2, 3, 4, 5, 6]
+    assert {e["source"] for e in received} == {"mqtt"}
+
+
+def test_no_event_lost_or_applied_twice_across_a_broker_crash(
+    broker, state_dir, run_bridge
+) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL the broker mid-stream and restart it while a remote agent keeps publishing
+    (retrying while the broker is down): every event is in the bus exactly once and the
+    job's status moved once. The header state shows the reconnect."""
+    job_id, token = remote_job(state_dir, broker)
+    running = run_bridge(broker, reconnect_max_s=1)
+    # The broker saved its state at some autosave after the bridge subscribed
+    # (SIGUSR1 forces that save now), so the bridge's session survives the crash.
+    assert broker.process.proc is not None
+    os.kill(broker.process.proc.pid, signal.SIGUSR1)
+    events = agent_events(job_id, token, 200)
+    topic = f"jobs/{job_id}/events"
+
+    def agent() -> None:
+        for event in events:  # one connection per event, as `orchestrate publish` does
+            publish_once(
+                broker.config(), topic, event.to_bytes(), retain=event.is_terminal,
+                attempts=200, backoff_base=0.02, backoff_cap=0.1,
+            )  # fmt: skip
+
+    publisher = threading.Thread(target=agent, daemon=True)
+    publisher.start()
+    assert wait_for(lambda: running.bridge.stats.recorded >= 60)
+    broker.kill()
+    assert wait_for(lambda: running.bridge.state == "reconnecting")
+    broker.start()
+    publisher.join(60)
+    assert not publisher.is_alive()
+    assert wait_for(lambda: Registry.open(state_dir).get(job_id).status == "completed", 20)
+    assert running.bridge.state == "connected"
+    running.stop()
+    assert bus_event_seqs(state_dir, job_id) == list(range(1, 201))
+    assert moves(state_dir, job_id) == [(None, "pending"), ("pending", "running"),
+                                        ("running", "completed")]  # fmt: skip
+    assert Registry.open(state_dir).get(job_id).missing_count == 0
+
+
+def test_a_locked_database_is_retried_before_acking(broker, state_dir, run_bridge) -> None:  # type: ignore[no-untyped-def]
+    """The database locked by another writer: the event is not acked, retried, and
+    committed once the lock goes, before any later event."""
+    job_id, token = remote_job(state_dir, broker)
+    running = run_bridge(broker, busy_timeout_ms=20, retry_base_s=0.02, retry_cap_s=0.1)
+    first, second = agent_events(job_id, token, 2)
+    blocker = sqlite3.connect(state_dir / "state.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # hold the write lock
+    try:
+        publish_once(broker.config(), f"jobs/{job_id}/events", first.to_bytes())
+        publish_once(broker.config(), f"jobs/{job_id}/events", second.to_bytes(), retain=True)
+        assert wait_for(lambda: running.bridge.stats.retries >= 2)
+        assert running.bridge.stats.recorded == 0
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert wait_for(lambda: running.bridge.stats.recorded == 2)
+    assert bus_event_seqs(state_dir, job_id) == [1, 2]
+
+
+def test_an_event_not_committed_is_redelivered_to_the_next_run(
+    broker, state_dir, run_bridge
+) -> None:  # type: ignore[no-untyped-def]
+    """The bridge stops while an event cannot be committed: it was never acked, so
+    the broker delivers it again to the next bridge run, which records it once."""
+    job_id, token = remote_job(state_dir, broker)
+    first = run_bridge(broker, busy_timeout_ms=20, retry_base_s=0.02, retry_cap_s=0.1)
+    [event, _] = agent_events(job_id, token, 2)
+    blocker = sqlite3.connect(state_dir / "state.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        publish_once(broker.config(), f"jobs/{job_id}/events", event.to_bytes())
+        assert wait_for(lambda: first.bridge.stats.retries >= 1)
+        first.stop()  # a crash between receipt and commit, as far as the broker knows
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert bus_event_seqs(state_dir, job_id) == []
+    second = run_bridge(broker)
+    assert second.bridge.client_id == first.bridge.client_id  # the same session
+    assert wait_for(lambda: second.bridge.stats.recorded == 1)
+    assert bus_event_seqs(state_dir, job_id) == [1]
+    assert Registry.open(state_dir).get(job_id).status == "running"
+
+
+def test_events_published_while_the_bridge_is_down_arrive_later(
+    broker, state_dir, run_bridge
+) -> None:  # type: ignore[no-untyped-def]
+    """The bridge's session is persistent: events sent while it was stopped wait at
+    the broker and are recorded when it comes back."""
+    job_id, token = remote_job(state_dir, broker)
+    run_bridge(broker).stop()  # creates the session
+    with MqttPublisher(broker.config()) as pub:
+        for event in agent_events(job_id, token, 50):
+            pub.publish(f"jobs/{job_id}/events", event.to_bytes(), wait=False)
+        pub.flush()
+    running = run_bridge(broker)
+    assert wait_for(lambda: running.bridge.stats.recorded == 50)
+    assert bus_event_seqs(state_dir, job_id) == list(range(1, 51))
+
+
+def test_ingest_command(broker, cli, spawn, state_dir) -> None:  # type: ignore[no-untyped-def]
+    """`orchestrate ingest` prints one JSON line per committed event and stops cleanly
+    on SIGTERM; with no broker configured it says so in one line and exits 1."""
+    refused = cli("ingest")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert "no MQTT broker configured" in refused.stderr
+    job_id, token = remote_job(state_dir, broker)
+    bridge = spawn("ingest", env={"MQTT_BROKER": "127.0.0.1", "MQTT_PORT": str(broker.port)})
+    bridge.wait_stderr(f"ingesting jobs/+/events from mqtt://127.0.0.1:{broker.port}")
+    for event in agent_events(job_id, token, 3):
+        raw_publish(broker, f"jobs/{job_id}/events", event.to_bytes(), retain=event.is_terminal)
+    assert wait_for(lambda: len(bridge.stdout) == 3)
+    bridge.proc.send_signal(signal.SIGTERM)
+    assert bridge.wait() == 0, bridge.stderr
+    lines = [json.loads(line) for line in bridge.stdout]
+    assert [(e["seq"], e["status"]) for e in lines] == [(1, "running"), (2, "running"),
+                                                        (3, "completed")]  # fmt: skip
+    assert "3 recorded" in bridge.stderr[-1]
+    logs = cli("job", "logs", job_id, "--json").stdout.splitlines()
+    assert sum(json.loads(line)["kind"] == "received" for line in logs) == 3
