@@ -329,8 +329,15 @@ class ControlRoomApp(App[None]):
             self._call("Opening tmux split", done, "open_control_room_split", job_id)
 
     def action_history(self) -> None:
-        if not isinstance(self.screen, HistoryScreen):
-            self.push_screen(HistoryScreen())
+        """One History screen per app, so a rebuild running in it outlives esc."""
+        history = HistoryScreen.shared(self)
+        if self.screen is history:
+            return
+        if history in self.screen_stack:
+            while self.screen is not history:
+                self.pop_screen()
+            return
+        self.push_screen(history)
 
     def _to_main(self) -> None:
         while len(self.screen_stack) > 1:

@@ -4,6 +4,7 @@ clock, deterministic fake data). Regenerate with `pytest tests/tui --snapshot-up
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
@@ -50,5 +51,16 @@ def test_cancel_confirm(snap_compare: Snap, make_app: Callable[[], ControlRoomAp
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("c"))
 
 
-def test_history_placeholder(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
-    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("h"))
+async def _history_not_built(pilot: Pilot[Any]) -> None:
+    await loaded(pilot)
+    await pilot.press("h")
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: getattr(screen, "load_count", 0) > 0)
+    await pilot.pause()
+
+
+def test_history_not_built(
+    snap_compare: Snap, make_app: Callable[[], ControlRoomApp], state_dir: Path
+) -> None:
+    """Before any build (an empty ORCHESTRATE_HOME) the History screen says how to build."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=_history_not_built)

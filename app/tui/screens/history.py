@@ -1,22 +1,442 @@
-"""The history screen slot: charts from the Spark-built parquet (filled later)."""
+"""The History screen: hourly throughput, run duration and error rate from the Spark-built
+parquet (read with pyarrow in a worker), and a rebuild that runs the build as a process."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Log, Static
+from textual.worker import Worker, get_current_worker
+
+from app.settings import find_state_dir
+from app.tui.widgets.history_charts import ChartData, HistoryChart, HistoryCharts, build_charts
+from registry.history.errors import CorruptHistory, HistoryNotBuilt
+from registry.history.reader import HistorySnapshot, load_history
+
+SCREEN_NAME = "history"
+BUILD_LOG_LINES = 500
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    """One process of a rebuild: what the log calls it and the argv that runs it."""
+
+    name: str
+    argv: tuple[str, ...]
+
+
+def default_build_steps(state_dir: Path, full: bool) -> list[BuildStep]:
+    """Export the bus first (appends only what is new, so cheap when nothing is), then
+    run the Spark build: a user who just ran demo agents gets a history with one key."""
+    base = (sys.executable, "-m", "app", "--state-dir", str(state_dir))
+    build = (*base, "history", "build", *(("--full",) if full else ()))
+    return [BuildStep("export", (*base, "export")), BuildStep("history build", build)]
+
+
+BuildSteps = Callable[[Path, bool], Sequence[BuildStep]]
+
+
+class HistoryCommands(Provider):
+    """The History screen's own commands in the palette (ctrl+p) while it is open."""
+
+    COMMANDS = (
+        ("Rebuild history", "rebuild", "Export the bus and run the Spark history build"),
+        ("Cycle agent", "cycle_agent", "Show the charts of one agent, the next, or all"),
+    )
+
+    def _runner(self, action: str) -> Callable[[], Any]:
+        screen = self.screen
+
+        async def run() -> None:
+            await screen.run_action(action)
+
+        return run
+
+    async def discover(self) -> Hits:
+        for title, action, help_text in self.COMMANDS:
+            yield DiscoveryHit(title, self._runner(action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, action, help_text in self.COMMANDS:
+            score = matcher.match(f"{title} {help_text}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), self._runner(action), help=help_text)
 
 
 class HistoryScreen(Screen[None]):
-    """Placeholder until the history pipeline exists: says how to build it."""
+    """Reads the aggregates in a thread worker (never on the event loop) and draws
+    three charts; states that are not charts (not built, damaged, empty) are one
+    notice. `b` rebuilds in a separate process whose progress streams into a log."""
 
     DEFAULT_CSS = """
-    HistoryScreen { align: center middle; }
-    HistoryScreen #empty {
-        width: auto; padding: 1 2; border: round $primary; color: $text; background: $panel;
+    HistoryScreen #history-title { height: 1; padding: 0 1; background: $panel; }
+    HistoryScreen #history-totals { height: 1; padding: 0 1; color: $text-muted; }
+    HistoryScreen #history-body { height: 1fr; }
+    HistoryScreen #history-notice {
+        display: none; width: 1fr; margin: 1 2; padding: 1 2;
+        border: round $primary; background: $panel;
     }
+    HistoryScreen #history-notice.-shown { display: block; }
+    HistoryScreen #history-notice.-error { border: round $error; color: $text-error; }
+    HistoryScreen #charts { height: 1fr; }
+    HistoryScreen #charts.-hidden { display: none; }
+    HistoryScreen #charts-bottom { height: 1fr; }
+    HistoryScreen #build { display: none; height: 8; border-top: solid $primary-darken-2; }
+    HistoryScreen #build.-shown { display: block; }
+    HistoryScreen #build-status { height: 1; padding: 0 1; }
+    HistoryScreen #build-status.-error { color: $text-error; }
+    HistoryScreen #build-log { height: 1fr; }
     """
 
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+        Binding("b", "rebuild", "Rebuild", tooltip="Export the bus and run the history build"),
+        Binding("a", "cycle_agent", "Agent", tooltip="Charts of one agent, the next, or all"),
+    ]
+    COMMANDS = {HistoryCommands}
+
+    build_steps: ClassVar[BuildSteps] = staticmethod(default_build_steps)
+    """How a rebuild runs; tests point it at a small script."""
+
+    snapshot: reactive[HistorySnapshot | None] = reactive(None, init=False)
+    """The last aggregates read from disk (None until the first successful read)."""
+    agent: reactive[str | None] = reactive(None, init=False)
+    """The agent the charts show, or None for all agents."""
+    charts: reactive[HistoryCharts | None] = reactive(None, init=False, always_update=True)
+    """What the charts draw, derived from snapshot and agent."""
+    throughput: reactive[ChartData | None] = reactive(None, init=False)
+    duration: reactive[ChartData | None] = reactive(None, init=False)
+    error_rate: reactive[ChartData | None] = reactive(None, init=False)
+
+    class Loaded(Message):
+        """The load worker read the aggregates and computed the charts."""
+
+        def __init__(self, snapshot: HistorySnapshot, charts: HistoryCharts | None) -> None:
+            super().__init__()
+            self.snapshot = snapshot
+            self.charts = charts
+
+    class LoadFailed(Message):
+        """Not built yet, or damaged: a notice instead of charts."""
+
+        def __init__(self, error: Exception) -> None:
+            super().__init__()
+            self.error = error
+
+    class BuildLine(Message):
+        """One line of the rebuild's output (stdout and stderr merged)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class BuildFinished(Message):
+        """The rebuild ended; `error` is its one-line reason when it failed."""
+
+        def __init__(self, error: str | None) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        super().__init__()
+        self._state_dir = state_dir
+        self.loading_history = False
+        self.building = False
+        self.load_count = 0  # finished loads; tests wait on it
+        self.build_error: str | None = None
+        self.damaged = False  # the last load found damaged files: rebuild with --full
+        self._build_started = 0.0
+        self._build_step = ""
+        self._process: subprocess.Popen[str] | None = None
+
+    @classmethod
+    def shared(cls, app: App[Any]) -> HistoryScreen:
+        """The app's one History screen, installed so that leaving it with esc keeps a
+        running rebuild (and its log) alive instead of removing the screen."""
+        if app.is_screen_installed(SCREEN_NAME):
+            screen = app.get_screen(SCREEN_NAME)
+            if isinstance(screen, cls):
+                return screen
+        screen = cls()
+        app.install_screen(screen, SCREEN_NAME)
+        return screen
+
+    @property
+    def state_dir(self) -> Path:
+        """The explicit one, else the app's settings (or its source's), else the
+        state dir the CLI would find (ORCHESTRATE_HOME, nearest .orchestrate/)."""
+        if self._state_dir is None:
+            for holder in (self.app, getattr(self.app, "source", None)):
+                settings = getattr(holder, "settings", None)
+                if isinstance(getattr(settings, "state_dir", None), Path):
+                    self._state_dir = settings.state_dir  # type: ignore[union-attr]
+                    break
+            else:
+                self._state_dir = find_state_dir(None)
+        return self._state_dir
+
     def compose(self) -> ComposeResult:
-        yield Static("No history has been built yet. Run `orchestrate history build`", id="empty")
+        yield Static("[b]History[/b]", id="history-title")
+        yield Static("", id="history-totals")
+        with Vertical(id="history-body"):
+            yield Static("", id="history-notice")
+            with Vertical(id="charts"):
+                yield HistoryChart(id="throughput").data_bind(data=HistoryScreen.throughput)
+                with Horizontal(id="charts-bottom"):
+                    yield HistoryChart(id="duration").data_bind(data=HistoryScreen.duration)
+                    yield HistoryChart(id="error-rate").data_bind(data=HistoryScreen.error_rate)
+        with Vertical(id="build"):
+            yield Static("", id="build-status")
+            yield Log(max_lines=BUILD_LOG_LINES, id="build-log")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self.load()
+
+    def on_screen_resume(self) -> None:
+        # coming back (the screen is shared): pick up a build run from the CLI meanwhile
+        if self.load_count and not self.building:
+            self.load()
+
+    def on_unmount(self) -> None:
+        """The app is closing (or the screen was not shared): stop the build process
+        rather than leave a JVM behind; the build's journal makes that safe."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+
+    # -- loading --------------------------------------------------------------
+    def load(self) -> None:
+        """Read the aggregates again, in a worker; the body shows a loading indicator."""
+        self.loading_history = True
+        self.query_one("#history-body").loading = True
+        self._load(self.state_dir, self.agent)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
+    def _load(self, state_dir: Path, agent: str | None) -> None:
+        try:
+            snapshot = load_history(state_dir)
+        except (HistoryNotBuilt, CorruptHistory, OSError) as error:
+            self.post_message(self.LoadFailed(error))
+            return
+        self.post_message(self.Loaded(snapshot, build_charts(snapshot, agent)))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self._finish_load()  # first: the charts lay out once, without the overlay
+        self.damaged = False
+        self.snapshot = message.snapshot
+        if self.agent is not None and self.agent not in message.snapshot.agents:
+            self.agent = None  # the agent left the history (a --full rebuild)
+        self.charts = message.charts
+
+    @on(LoadFailed)
+    def _load_failed(self, message: LoadFailed) -> None:
+        error = message.error
+        self.snapshot = None
+        self.charts = None
+        self.damaged = isinstance(error, CorruptHistory)
+        if isinstance(error, HistoryNotBuilt):
+            text = (
+                "No history has been built yet.\n\n"
+                "Press [b]b[/b] to build it (exports the bus, then runs Spark), "
+                "or run `orchestrate history build`."
+            )
+            self._notice(text, error=False)
+        else:
+            self._notice(
+                f"The history files cannot be read:\n{error}\n\n"
+                "Press [b]b[/b] to rebuild them from the bus export (a full build).",
+                error=True,
+            )
+        self._finish_load()
+
+    def _finish_load(self) -> None:
+        self.loading_history = False
+        self.load_count += 1
+        self.query_one("#history-body").loading = False
+
+    def _notice(self, text: str, *, error: bool) -> None:
+        notice = self.query_one("#history-notice", Static)
+        notice.update(text)
+        notice.set_class(True, "-shown")
+        notice.set_class(error, "-error")
+        self.query_one("#charts").set_class(True, "-hidden")
+
+    def watch_charts(self, charts: HistoryCharts | None) -> None:
+        self.throughput = charts.throughput if charts else None
+        self.duration = charts.duration if charts else None
+        self.error_rate = charts.error_rate if charts else None
+        self.query_one("#history-title", Static).update(self._title())
+        self.query_one("#history-totals", Static).update(self._totals(charts))
+        if charts is not None:
+            self.query_one("#history-notice").set_class(False, "-shown")
+            self.query_one("#charts").set_class(False, "-hidden")
+        elif self.snapshot is not None:
+            built = _when(self.snapshot.built_at)
+            whose = f" for agent {self.agent}" if self.agent else ""
+            self._notice(
+                f"The history is empty{whose}: the last build (at {built}) found no job "
+                "activity in the bus export.\n\nRun some jobs, then press [b]b[/b] to rebuild.",
+                error=False,
+            )
+
+    def _title(self) -> str:
+        snapshot = self.snapshot
+        if snapshot is None:
+            return "[b]History[/b]"
+        agents = snapshot.agents
+        showing = f"agent [b]{self.agent}[/b]" if self.agent else f"{len(agents)} agents"
+        span = ""
+        totals = self.charts.totals if self.charts else None
+        if totals and totals.first_hour and totals.last_hour:
+            hours = int((totals.last_hour - totals.first_hour).total_seconds() // 3600) + 1
+            span = f" · {_hour(totals.first_hour)} → {_hour(totals.last_hour)} UTC ({hours} h)"
+        return f"[b]History[/b] · built {_when(snapshot.built_at)} · {showing}{span}"
+
+    def _totals(self, charts: HistoryCharts | None) -> str:
+        snapshot = self.snapshot
+        if snapshot is None or charts is None:
+            return ""
+        totals = charts.totals
+        rate = totals.error_rate
+        parts = [
+            f"{totals.completed} completed",
+            f"{totals.errored} errored" + (f" ({100 * rate:.1f} %)" if rate is not None else ""),
+            f"{totals.registered} registered",
+            f"{totals.events} events",
+            f"[red]│[/red] {totals.restarts} restarts",
+        ]
+        if snapshot.malformed_total:
+            parts.append(f"{snapshot.malformed_total} malformed lines skipped")
+        return " · ".join(parts)
+
+    def watch_agent(self, agent: str | None) -> None:
+        if self.snapshot is not None:
+            self.charts = build_charts(self.snapshot, agent)  # cheap: no I/O
+
+    def action_cycle_agent(self) -> None:
+        """All agents → the first → … → the last → all agents."""
+        if self.snapshot is None or not self.snapshot.agents:
+            return
+        choices: list[str | None] = [None, *self.snapshot.agents]
+        self.agent = choices[(choices.index(self.agent) + 1) % len(choices)]
+
+    # -- rebuilding -------------------------------------------------------------
+    def action_rebuild(self) -> None:
+        if self.building:
+            self.notify("A history build is already running", severity="warning")
+            return
+        self.building = True
+        self.build_error = None
+        self._build_started = time.monotonic()
+        self.query_one("#build").set_class(True, "-shown")
+        self.query_one("#build-status", Static).set_class(False, "-error")
+        self.query_one("#build-log", Log).clear()
+        steps = list(type(self).build_steps(self.state_dir, self.damaged))
+        self._show_build_status()
+        self._run_build(steps)
+
+    def _show_build_status(self) -> None:
+        if not self.building:
+            return
+        elapsed = time.monotonic() - self._build_started
+        step = f" ({self._build_step})" if self._build_step else ""
+        self.query_one("#build-status", Static).update(
+            f"Building{step}… {elapsed:.0f} s; esc leaves, the build goes on"
+        )
+        self.set_timer(0.5, self._show_build_status)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history-build")
+    def _run_build(self, steps: list[BuildStep]) -> None:
+        """Each step as a child process, its output merged and streamed line by line."""
+        worker = get_current_worker()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for number, step in enumerate(steps, 1):
+            self._build_step = f"{number}/{len(steps)} {step.name}"
+            self.post_message(self.BuildLine(f"$ orchestrate {step.name}"))
+            last = ""
+            try:
+                process = subprocess.Popen(
+                    step.argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    bufsize=1,
+                    env=env,
+                )
+            except OSError as error:
+                self.post_message(self.BuildFinished(f"cannot start {step.name}: {error}"))
+                return
+            self._process = process
+            assert process.stdout is not None
+            with process.stdout:
+                for line in process.stdout:
+                    if line.strip():
+                        last = line.rstrip()
+                        self.post_message(self.BuildLine(last))
+            code = process.wait()
+            self._process = None
+            if worker.is_cancelled:
+                return
+            if code != 0:
+                reason = last.removeprefix("orchestrate: ") or f"exit status {code}"
+                self.post_message(self.BuildFinished(f"{step.name} failed: {reason}"))
+                return
+        self.post_message(self.BuildFinished(None))
+
+    @on(BuildLine)
+    def _build_line(self, message: BuildLine) -> None:
+        self.query_one("#build-log", Log).write_line(message.text)
+
+    @on(BuildFinished)
+    def _build_finished(self, message: BuildFinished) -> None:
+        self.building = False
+        self._build_step = ""
+        status = self.query_one("#build-status", Static)
+        seconds = time.monotonic() - self._build_started
+        if message.error is None:
+            status.update(f"Build finished in {seconds:.1f} s")
+            self.notify("History rebuilt")
+            self.load()
+            return
+        self.build_error = message.error
+        status.set_class(True, "-error")
+        status.update(f"Build failed: {message.error}")
+        self.notify(message.error, title="History build failed", severity="error")
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        """A load or build worker that raised something unexpected: say so, keep going
+        (the app's handler shows the error itself)."""
+        if event.worker.error is None:
+            return
+        if event.worker.group == "history-build" and self.building:
+            self.post_message(self.BuildFinished(str(event.worker.error)))
+        elif event.worker.group == "history-load":
+            self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "an unknown time"
+
+
+def _hour(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%m-%d %H:00")

@@ -1,0 +1,50 @@
+"""The control room as the History tests run it: a fake source, a real state dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fake_source import FakeSource, fixed_clock
+from textual.pilot import Pilot
+from tui_helpers import wait_until
+
+from app.settings import Settings
+from app.tui.app import ControlRoomApp
+from app.tui.screens.history import HistoryScreen
+from app.tui.widgets.history_charts import HistoryChart
+
+
+class HistoryApp(ControlRoomApp):
+    """The control room with its state dir in `settings`, opening the shared History
+    screen (what `ControlRoomApp.action_history` does once it uses `shared`)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(
+            FakeSource.seeded(),
+            clock=fixed_clock,
+            poll_interval_s=0.05,
+            age_refresh_s=3600,
+            reconcile_interval_s=None,
+        )
+        self.settings = Settings(state_dir=state_dir)
+
+    def action_history(self) -> None:
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen.shared(self))
+
+
+async def open_history(pilot: Pilot[Any]) -> HistoryScreen:
+    """Press h and wait until the first load is in and every chart has drawn it
+    (scripts/screenshots.py uses this too)."""
+    await wait_until(pilot, lambda: pilot.app.polls_applied > 0, "the first poll")  # type: ignore[attr-defined]
+    await pilot.press("h")
+    screen = pilot.app.screen
+    assert isinstance(screen, HistoryScreen)
+    await wait_until(pilot, lambda: screen.load_count >= 1, "the first history load")
+    charts = screen.query(HistoryChart)
+    await wait_until(
+        pilot, lambda: not screen.charts or all(chart.draws for chart in charts), "the charts"
+    )
+    await pilot.pause()
+    return screen

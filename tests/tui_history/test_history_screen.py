@@ -1,0 +1,164 @@
+"""The History screen: charts from a fixed parquet fixture, the states that are not
+charts (not built, damaged, empty), the agent filter and the rebuild action."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from history_app import HistoryApp, open_history
+from history_fixture import write_history
+from textual.widgets import Log, Static
+from tui_helpers import notices, wait_until
+
+from app.tui.screens.history import HistoryScreen
+from app.tui.screens.main import MainScreen
+from app.tui.widgets.history_charts import HistoryChart
+
+SIZE = (120, 40)
+Snap = Callable[..., bool]
+AppFactory = Callable[[], HistoryApp]
+
+
+def notice_text(screen: HistoryScreen) -> str:
+    return str(screen.query_one("#history-notice", Static).render())
+
+
+def charts_shown(screen: HistoryScreen) -> bool:
+    return screen.query_one("#charts").display and all(
+        chart.data is not None for chart in screen.query(HistoryChart)
+    )
+
+
+def test_snapshot_with_fixture(snap_compare: Snap, make_app: AppFactory, state_dir: Path) -> None:
+    """The three charts, restart markers, last build time and totals of a fixed history."""
+    write_history(state_dir)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_history)
+
+
+async def test_charts_show_the_fixture(make_app: AppFactory, state_dir: Path) -> None:
+    """One throughput series per agent, restart markers at the restart hours, totals."""
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        assert charts_shown(screen)
+        assert screen.throughput is not None and screen.error_rate is not None
+        assert [s.label for s in screen.throughput.series] == ["claude", "codex", "gemini"]
+        assert screen.throughput.markers == (9.0, 37.0)
+        title = str(screen.query_one("#history-title", Static).render())
+        assert "built 2026-03-03 00:05 UTC" in title and "3 agents" in title
+        totals = str(screen.query_one("#history-totals", Static).render())
+        assert "completed" in totals and "3 restarts" in totals
+
+
+async def test_agent_filter_cycles(make_app: AppFactory, state_dir: Path) -> None:
+    """`a` shows one agent's charts, then the next, then all agents again."""
+    write_history(state_dir, agents=2)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await pilot.press("a")
+        assert screen.agent == "claude"
+        assert screen.throughput and [s.label for s in screen.throughput.series] == ["claude"]
+        assert "agent claude" in str(screen.query_one("#history-title", Static).render())
+        await pilot.press("a", "a")
+        assert screen.agent is None
+        assert screen.throughput and len(screen.throughput.series) == 2
+
+
+async def test_not_built_says_how_to_build(make_app: AppFactory) -> None:
+    """Before any build: a notice naming the key and the command, no charts."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        text = notice_text(screen)
+        assert "No history has been built yet" in text
+        assert "orchestrate history build" in text and "Press b" in text
+        assert not screen.query_one("#charts").display
+
+
+async def test_corrupt_parquet_shows_a_notice(make_app: AppFactory, state_dir: Path) -> None:
+    """A damaged aggregate file is a notice on screen; the app keeps running."""
+    paths = write_history(state_dir)
+    paths.aggregates.write_bytes(b"PAR1 this is not parquet")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        assert "cannot be read" in notice_text(screen)
+        assert screen.query_one("#history-notice").has_class("-error")
+        assert screen.damaged  # so `b` rebuilds with --full
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_empty_history_says_so(make_app: AppFactory, state_dir: Path) -> None:
+    """A build that found no job activity: the screen says the history is empty."""
+    write_history(state_dir, rows=[])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        assert "The history is empty" in notice_text(screen)
+        assert "2026-03-03 00:05 UTC" in notice_text(screen)
+
+
+async def test_rebuild_streams_progress_and_reloads(
+    make_app: AppFactory, fake_build: Callable[..., Path]
+) -> None:
+    """`b` runs the build as processes: their lines stream in, esc leaves and h comes
+    back while it runs, and the charts appear when it exits 0."""
+    gate = fake_build()
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await pilot.press("b")
+        log = screen.query_one("#build-log", Log)
+        await wait_until(pilot, lambda: any("reading 42" in line for line in log.lines))
+        assert screen.building
+        assert any("exported 42" in line for line in log.lines)  # the export ran first
+        await pilot.press("escape")  # input is not frozen: leave while it builds
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("h")
+        assert app.screen is screen and screen.building
+        gate.touch()
+        await wait_until(pilot, lambda: not screen.building, "the build to finish")
+        await wait_until(pilot, lambda: charts_shown(screen), "the charts to reload")
+        assert screen.build_error is None
+        assert any("wrote aggregates" in line for line in log.lines)
+        assert "History rebuilt" in notices(app)
+
+
+async def test_rebuild_failure_is_one_line(
+    make_app: AppFactory, fake_build: Callable[..., Path]
+) -> None:
+    """A failing build shows its one-line reason; the screen stays usable."""
+    fake_build(fail=True)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await pilot.press("b")
+        await wait_until(pilot, lambda: screen.build_error is not None, "the build to fail")
+        assert screen.build_error == (
+            "history build failed: no bus export at /x/export/bus.jsonl: "
+            "run `orchestrate export` first"
+        )
+        status = str(screen.query_one("#build-status", Static).render())
+        assert status.startswith("Build failed: history build failed: no bus export")
+        assert "No history has been built yet" in notice_text(screen)
+        await pilot.press("b")  # and it can be tried again
+        await wait_until(pilot, lambda: screen.building or screen.build_error is not None)
+
+
+async def test_rebuild_from_the_palette(
+    make_app: AppFactory, fake_build: Callable[..., Path]
+) -> None:
+    """The rebuild is also a command in the palette while the screen is open."""
+    fake_build(gated=False)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await pilot.press("ctrl+p", *"rebuild")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: charts_shown(screen), "the charts after a rebuild")
