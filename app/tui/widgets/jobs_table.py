@@ -7,9 +7,10 @@ from datetime import datetime
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from app.tui.source import JobRow
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
@@ -33,6 +34,12 @@ def format_age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def _plain(value: str) -> Text:
+    """A cell shown as written: DataTable parses a `str` cell as markup (slow, and a
+    detail such as `[/x]` would fail to parse), a `Text` cell is drawn as is."""
+    return Text(value, no_wrap=True, end="")
 
 
 def _width(value: object) -> int:
@@ -68,6 +75,7 @@ class JobsTable(DataTable[object]):
         self.now: datetime | None = None
         self._shown: dict[str, tuple[object, ...]] = {}  # row key -> cells as last drawn
         self._newest_shown: tuple[datetime, str] | None = None
+        self._changed_cells: dict[str, dict[str, object]] = {}  # row -> column -> value
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
             self.add_column(label, key=key)
 
@@ -87,19 +95,18 @@ class JobsTable(DataTable[object]):
         last_event: object = job.last_event or ""
         if job.waiting_permission:
             last_event = Text("⚠ needs y/N", style=theme_style(self.app, "warning", bold=True))
-        missing: object = ""
+        missing: object = _plain("")
         if job.missing_events:
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
+        detail = job.progress_detail
         return (
-            job.job_id,
+            _plain(job.job_id),
             Text(job.status, style=status_style),
-            job.agent,
-            job.agent_session,
-            age,
-            last_event,
-            job.progress_detail
-            if len(job.progress_detail) <= 28
-            else job.progress_detail[:27] + "…",
+            _plain(job.agent),
+            _plain(job.agent_session),
+            _plain(age),
+            _plain(last_event) if isinstance(last_event, str) else last_event,
+            _plain(detail if len(detail) <= 28 else detail[:27] + "…"),
             missing,
         )
 
@@ -111,13 +118,78 @@ class JobsTable(DataTable[object]):
         else:
             for (column, _), old, new in zip(COLUMNS, previous, cells, strict=True):
                 if old != new:
-                    # Columns only grow: a narrower value asking DataTable to
-                    # re-fit would re-measure every row of the column (O(rows)).
-                    grow = _width(new) > self.columns[ColumnKey(column)].content_width
-                    self.update_cell(job.job_id, column, new, update_width=grow)
+                    self._changed_cells.setdefault(job.job_id, {})[column] = new
         self._shown[job.job_id] = cells
 
+    def _flush_cells(self) -> None:
+        """Write the cells changed since the last flush and redraw only their rows.
+
+        `DataTable.update_cell` bumps a counter that is part of every render-cache
+        key, so one changed cell re-renders every visible row (~60 ms for a
+        screenful here); at a thousand events a second that is the whole frame
+        budget. Instead the values go straight into the table's data, only the
+        changed rows' cached renders are dropped, and only those rows are
+        repainted. A value wider than its column takes the ordinary path: the
+        column must grow, and every row re-renders anyway. Relies on DataTable
+        internals (`_data`, its render caches): tests/tui/test_jobs_table_render.py
+        checks that an updated cell is what is drawn.
+        """
+        changed, self._changed_cells = self._changed_cells, {}
+        if not changed:
+            return
+        quiet: set[RowKey] = set()
+        for job_id, columns in changed.items():
+            row_key = RowKey(job_id)
+            if row_key not in self._row_locations:
+                continue  # removed since
+            for column, value in columns.items():
+                column_key = ColumnKey(column)
+                if _width(value) > self.columns[column_key].content_width:
+                    # Columns only grow: a narrower value asking DataTable to
+                    # re-fit would re-measure every row of the column (O(rows)).
+                    self.update_cell(row_key, column_key, value, update_width=True)
+                else:
+                    self._data[row_key][column_key] = value
+                    quiet.add(row_key)
+        if quiet:
+            self._forget_renders(quiet)
+
+    def _forget_renders(self, rows: set[RowKey]) -> None:
+        """Drop the cached renders of `rows` and repaint just those rows."""
+        indexes = {self._row_locations.get(row_key) for row_key in rows}
+        for cache, index in (
+            (self._cell_render_cache, 0),  # (row_key, column_key, ...)
+            (self._row_render_cache, 0),  # (row_key, line_no, ...)
+            (self._row_renderable_cache, 1),  # (update_count, row_index)
+        ):
+            wanted = rows if index == 0 else indexes
+            for key in [key for key in cache.keys() if key[index] in wanted]:  # noqa: SIM118 - LRUCache has no __iter__
+                cache.discard(key)
+        self._line_cache.clear()  # keyed by y; rebuilt from the row cache
+        # Every row is one line high, so row i is line i below the header: no
+        # O(rows) `refresh_row`, and rows scrolled out of view cost nothing.
+        top = round(self.scroll_y)
+        width = max(self.size.width, self.virtual_size.width)
+        for row_index in indexes:
+            if row_index is not None and top <= row_index < top + self.size.height:
+                y = row_index + (self.header_height if self.show_header else 0)
+                self._refresh_region(Region(0, y, width, 1))
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Fit the columns to new rows from their plain text (every cell is a
+        one-line `Text`), instead of DataTable's Rich measure of each cell, which
+        cost ~1 ms a row: a 200-row backfill chunk stalled the UI for 200 ms."""
+        for row_key in new_rows:
+            cells = self._data.get(row_key)
+            if cells is None:
+                continue  # removed before the idle pass
+            for column_key, value in cells.items():
+                column = self.columns[column_key]
+                column.content_width = max(column.content_width, _width(value))
+        super()._update_dimensions(())
+
     def _hide(self, job_id: str) -> None:
+        self._changed_cells.pop(job_id, None)
         if self._shown.pop(job_id, None) is not None:
             self.remove_row(job_id)
 
@@ -143,8 +215,9 @@ class JobsTable(DataTable[object]):
                     )
                 else:
                     self._hide(job.job_id)
+            self._flush_cells()
             if out_of_order:  # rows can only be appended: restore oldest-first order
-                self.sort("job_id", key=lambda job_id: self._order(self.jobs[job_id]))
+                self.sort("job_id", key=lambda cell: self._order(self.jobs[str(cell)]))
 
     @staticmethod
     def _order(job: JobRow) -> tuple[datetime, str]:
@@ -157,11 +230,11 @@ class JobsTable(DataTable[object]):
         age_index = [key for key, _ in COLUMNS].index("age")
         with self.app.batch_update():
             for job_id, cells in list(self._shown.items()):
-                age = format_age((now - self.jobs[job_id].created_at).total_seconds())
+                age = _plain(format_age((now - self.jobs[job_id].created_at).total_seconds()))
                 if cells[age_index] != age:
                     self._shown[job_id] = (*cells[:age_index], age, *cells[age_index + 1 :])
-                    grow = len(age) > self.columns[ColumnKey("age")].content_width
-                    self.update_cell(job_id, "age", age, update_width=grow)
+                    self._changed_cells.setdefault(job_id, {})["age"] = age
+            self._flush_cells()
 
     def watch_filter_text(self) -> None:
         if self.is_mounted:

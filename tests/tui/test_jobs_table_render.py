@@ -1,0 +1,55 @@
+"""The jobs table redraws changed cells in place (it bypasses DataTable.update_cell)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from textual.app import App, ComposeResult
+
+from app.tui.source import JobRow
+from app.tui.widgets.jobs_table import JobsTable
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def job(n: int, detail: str = "step 1") -> JobRow:
+    return JobRow(
+        job_id=f"job{n:05d}",
+        status="running",
+        agent="demo",
+        agent_session=f"s{n}",
+        created_at=NOW,
+        updated_at=NOW,
+        last_event="progress",
+        progress_detail=detail,
+    )
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield JobsTable(id="jobs")
+
+
+def line_text(table: JobsTable, y: int) -> str:
+    return "".join(segment.text for segment in table.render_line(y))
+
+
+async def test_changed_cell_is_what_is_drawn() -> None:
+    """A progress update shows in the drawn row, also after a column had to grow,
+    and a detail that looks like markup is shown as written."""
+    app = TableApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(JobsTable)
+        table.apply([job(n) for n in range(5)], (), NOW)
+        await pilot.pause()
+        assert "step 1" in line_text(table, 3)  # header, then rows 0, 1, 2
+        table.apply([job(2, "step 2")], (), NOW)
+        await pilot.pause()
+        assert "step 2" in line_text(table, 3) and "step 1" in line_text(table, 2)
+        table.apply([job(2, "a much longer [/bold] detail")], (), NOW)
+        await pilot.pause()
+        assert "a much longer [/bold] detail" in line_text(table, 3)
+        table.apply([replace(job(4), status="completed")], (), NOW)
+        await pilot.pause()
+        assert "completed" in line_text(table, 5)
