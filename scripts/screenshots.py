@@ -25,6 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "tui_history"))  # the History screen's parquet fixture
 
 from textual.pilot import Pilot  # noqa: E402
 from textual.widgets import LoadingIndicator  # noqa: E402
@@ -193,6 +194,9 @@ async def shoot(name: str, keys: tuple[str, ...], state_dir: Path, now_ms: int, 
             await settle(pilot, lambda: tail.line_count >= len(PANE_LOG))  # type: ignore[attr-defined]
         await settle(pilot, lambda: getattr(app.screen, "detail", True) is not None)
         await settle(pilot, lambda: not app.screen.query(LoadingIndicator))  # history loading
+        if name == "history":
+            charts = app.screen.query("HistoryChart")
+            await settle(pilot, lambda: all(c.draws for c in charts))  # type: ignore[attr-defined]
         app.clear_notifications()
         await pilot.pause(0.1)
         return Path(app.save_screenshot(filename=f"{name}.svg", path=str(out)))
@@ -205,6 +209,10 @@ async def main(out_dir: Path) -> None:
         state_dir = Path(scratch) / "state"
         clock = PinnedClock()
         build_state(state_dir, clock)
+        # Two days of hourly aggregates as `history build` writes them (no Spark needed).
+        from history_fixture import write_history
+
+        write_history(state_dir)
         for label, _ in SESSIONS[:3]:  # delta was stopped: its tmux session is gone
             driver.ensure_session(label)
         try:

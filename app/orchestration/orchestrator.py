@@ -148,6 +148,14 @@ class Orchestrator:
         """Move a pending job to running and start its agent pane (the job errs if tmux fails)."""
         label = job.agent_session
         prompt_file = agent_kinds.write_prompt(self.job_dir(job.job_id), job.job_id, job.prompt)
+        # tmux first, then the record: a reconcile pass in between (a TUI running
+        # beside this submit) must never see a recorded session with no tmux session.
+        try:
+            self.driver.ensure_session(label, start_directory=workdir)
+        except TmuxError as error:
+            reason = f"could not create tmux session {label!r}: {error}"
+            self.registry.set_status(job.job_id, "error", reason)
+            raise AgentNotStarted(f"job {job.job_id}: {reason}") from error
         self._ensure_session_record(label, job.agent, f"job {job.job_id} submitted")
         running = self.registry.set_status(
             job.job_id, "running", f"{why} into tmux session {label!r}"
