@@ -319,7 +319,14 @@ class RegistrySource:
         at_ms = self.clock_ms()
         rows = []
         for record in records:
-            beat = beats.get(record.label) or beats.get(record.tmux_session)
+            job_id = running.get(record.label)
+            # reconcile beats on behalf of each job's agent; a self-reporting agent may
+            # beat under its session's name instead
+            beat = (
+                (beats.get(job_id) if job_id else None)
+                or beats.get(record.label)
+                or beats.get(record.tmux_session)
+            )
             liveness: Liveness = "unknown"
             age_s: float | None = None
             if beat is not None:
@@ -332,8 +339,7 @@ class RegistrySource:
                     tmux_alive=alive is not None and self._is_alive(record, alive),
                     liveness=liveness,
                     heartbeat_age_s=age_s,
-                    current_job=running.get(record.label)
-                    or (beat.current_task if beat is not None else None),
+                    current_job=job_id or (beat.current_task if beat is not None else None),
                 )
             )
         return rows

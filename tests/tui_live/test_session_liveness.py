@@ -1,0 +1,20 @@
+"""The sessions panel shows the liveness reconcile writes on each job's behalf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.orchestration import Orchestrator
+from app.settings import Settings
+from app.tui.registry_source import RegistrySource
+from tests.orchestration.conftest import demo_cmd
+
+
+def test_a_running_jobs_heartbeat_colours_its_session(state_dir: Path, tmux_socket: str) -> None:
+    orch = Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    job = orch.submit("p", "custom", "alpha", agent_cmd=demo_cmd("--steps", "50", "--delay", "1"))
+    orch.reconcile()  # beats under the job id, as the TUI's background pass does
+    source = RegistrySource(Settings(state_dir), tmux_socket=tmux_socket)
+    rows = {row.label: row for row in source.poll(0).sessions}
+    assert rows["alpha"].current_job == job.job_id
+    assert rows["alpha"].liveness == "ok" and rows["alpha"].tmux_alive
