@@ -48,6 +48,7 @@ class Session:
     workdir: str | None
     created_at: str
     updated_at: str
+    tmux_socket: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form for `session list --json` and the TUI."""
@@ -60,6 +61,7 @@ class Session:
             "workdir": self.workdir,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "tmux_socket": self.tmux_socket,
         }
 
 
@@ -73,6 +75,7 @@ def _session(row: sqlite3.Row) -> Session:
         row["workdir"],
         row["created_at"],
         row["updated_at"],
+        row["tmux_socket"],
     )
 
 
@@ -92,6 +95,7 @@ class SessionStore:
         agent_cmd: str = "",
         tmux_session: str | None = None,
         workdir: str | None = None,
+        tmux_socket: str | None = None,
         reason: str = "created",
     ) -> Session:
         """Record a new running session; a terminated one with the same label is
@@ -111,12 +115,23 @@ class SessionStore:
                     )
                 conn.execute(
                     "INSERT INTO sessions (label, state, agent, agent_cmd, tmux_session, workdir, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "created_at, updated_at, tmux_socket) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(label) DO UPDATE SET state = excluded.state, "
                     "agent = excluded.agent, agent_cmd = excluded.agent_cmd, "
                     "tmux_session = excluded.tmux_session, workdir = excluded.workdir, "
-                    "created_at = excluded.created_at, updated_at = excluded.updated_at",
-                    (label, states.SESSION.initial, agent, agent_cmd, name, workdir, stamp, stamp),
+                    "created_at = excluded.created_at, updated_at = excluded.updated_at, "
+                    "tmux_socket = excluded.tmux_socket",
+                    (
+                        label,
+                        states.SESSION.initial,
+                        agent,
+                        agent_cmd,
+                        name,
+                        workdir,
+                        stamp,
+                        stamp,
+                        tmux_socket,
+                    ),
                 )
                 before = existing.state if existing is not None else None
                 self._record(conn, label, at_ms, before, states.SESSION.initial, reason, None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bus.db import apply_migrations, recorded_version, translate
 
-REGISTRY_SCHEMA_VERSION = 1
+REGISTRY_SCHEMA_VERSION = 2
 VERSION_KEY = "registry_schema_version"
 
 
@@ -87,8 +87,14 @@ CREATE TABLE IF NOT EXISTS session_transitions (
 CREATE INDEX IF NOT EXISTS idx_session_transitions_label ON session_transitions(label, id);
 """
 
+# v2: a session remembers the tmux server (socket) it lives on, so that reconciling
+# against another server never mistakes it for vanished.
+_V2 = """
+ALTER TABLE sessions ADD COLUMN tmux_socket TEXT;
+"""
+
 # Index n migrates the registry tables from version n to n + 1.
-MIGRATIONS: list[str] = [_V1]
+MIGRATIONS: list[str] = [_V1, _V2]
 assert len(MIGRATIONS) == REGISTRY_SCHEMA_VERSION
 
 REGISTRY_TABLES = ("jobs", "job_transitions", "sessions", "session_transitions")

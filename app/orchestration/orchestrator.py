@@ -193,7 +193,11 @@ class Orchestrator:
             session = None
         if session is None or session.state == "terminated":
             return self.sessions.create(
-                label, agent, tmux_session=session_name_for(label), reason=why
+                label,
+                agent,
+                tmux_session=session_name_for(label),
+                tmux_socket=self.driver.socket_name,
+                reason=why,
             )
         if session.state != "running":
             return self.sessions.resume(label, why)
@@ -310,7 +314,12 @@ class Orchestrator:
         if existing is not None and existing.state != "terminated" and vanished:
             self._terminate_vanished(existing)
         session = self.sessions.create(
-            label, agent, agent_cmd=agent_cmd, tmux_session=name, workdir=workdir
+            label,
+            agent,
+            agent_cmd=agent_cmd,
+            tmux_session=name,
+            workdir=workdir,
+            tmux_socket=driver.socket_name,
         )
         driver.ensure_session(label, start_directory=workdir)
         return session
@@ -321,10 +330,17 @@ class Orchestrator:
         return self.sessions.list()
 
     def reconcile_sessions(self) -> list[str]:
-        """Mark every recorded, not terminated session whose tmux session is gone; the labels."""
+        """Mark every recorded, not terminated session whose tmux session is gone; the labels.
+
+        Only sessions of this driver's tmux server are judged: a session started
+        under another ORCHESTRATE_TMUX_SOCKET is not "gone" because it is not here.
+        """
         live = {info.label for info in self.driver.list_sessions()}
         gone = []
+        socket = self.driver.socket_name
         for session in self.sessions.list():
+            if session.tmux_socket not in (None, socket):
+                continue
             if session.state != "terminated" and session.label not in live:
                 self._terminate_vanished(session)
                 gone.append(session.label)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.orchestration import Orchestrator
+from app.settings import Settings
 from app.tmux.names import session_name_for
 from registry.errors import IllegalTransition, NoPendingJob
 from registry.records import Job
@@ -146,3 +147,20 @@ def test_session_watch_opens_the_control_room_split(orch: Orchestrator, cli) -> 
     top, bottom = (int(height) for height in panes)
     assert top > bottom * 2
     assert cli("session", "watch", job.job_id).returncode == 0  # reused, not duplicated
+
+
+def test_reconcile_judges_only_sessions_of_its_own_tmux_server(
+    orch: Orchestrator, state_dir: Path
+) -> None:
+    """`session list` run with another ORCHESTRATE_TMUX_SOCKET must not declare the
+    sessions of the first server vanished."""
+    orch.create_session("alpha")
+    other = Orchestrator(Settings(state_dir), tmux_socket=f"{orch.driver.socket_name}-other")
+    try:
+        assert other.reconcile_sessions() == []
+        assert orch.sessions.get("alpha").state == "running"
+        orch.driver.kill_session("alpha")
+        assert orch.reconcile_sessions() == ["alpha"]
+        assert orch.sessions.get("alpha").state == "terminated"
+    finally:
+        other.driver.server.kill()

@@ -62,3 +62,23 @@ def test_terminated_label_can_be_created_again(sessions: SessionStore) -> None:
     again = sessions.create("a", "claude-code")
     assert (again.state, again.agent) == ("running", "claude-code")
     assert [c.to_state for c in sessions.history("a")] == ["running", "terminated", "running"]
+
+
+def test_a_registry_v1_database_migrates_to_v2_keeping_its_sessions(tmp_path: Path) -> None:
+    """Upgrading orchestrate adds the tmux_socket column without losing recorded sessions."""
+    from bus.db import apply_migrations, connect
+    from registry import store
+
+    conn = connect(tmp_path / "state.db")
+    apply_migrations(conn, store.VERSION_KEY, store.MIGRATIONS[:1], tmp_path)  # as v1 left it
+    conn.execute(
+        "INSERT INTO sessions (label, state, agent, agent_cmd, tmux_session, created_at, "
+        "updated_at) VALUES ('old', 'running', 'demo', '', 'old', 'x', 'x')"
+    )
+    conn.close()
+    sessions = SessionStore(Bus(BusDB(tmp_path)))
+    assert store.registry_schema_version(sessions.db.conn) == store.REGISTRY_SCHEMA_VERSION == 2
+    old = sessions.get("old")
+    assert (old.state, old.tmux_socket) == ("running", None)
+    made = sessions.create("new", "demo", tmux_socket="orch-a")
+    assert made.tmux_socket == "orch-a" and made.to_dict()["tmux_socket"] == "orch-a"
