@@ -73,8 +73,9 @@ FACTS_DDL = (
     "seq BIGINT, ts TIMESTAMP, type STRING, job_id STRING, event STRING, "
     "agent STRING, status_to STRING, date DATE"
 )
-# Past this many jobs in the touched hours, re-aggregating everything beats a
-# filter with that many literals.
+CONTEXT_DDL = FACTS_DDL.removesuffix(", date DATE")
+# Past this many jobs in the touched hours, one Spark pass over all facts beats
+# picking their facts on the driver and shipping them to Spark as a local relation.
 MAX_CONTEXT_JOBS = 20_000
 SESSION_CONF = {
     "spark.ui.enabled": "false",
@@ -361,13 +362,32 @@ def _jobs_in_hours(paths: HistoryPaths, hours_us: list[int]) -> list[str]:
     return sorted(str(job) for job in pc.unique(jobs).to_pylist())
 
 
-def _context(facts: DataFrame, hours_us: list[int], jobs: list[str]) -> DataFrame:
+def _context(
+    spark: SparkSession, paths: HistoryPaths, hours_us: list[int], jobs: list[str]
+) -> DataFrame:
     """All facts needed to recompute ``hours_us`` exactly: every fact of the jobs seen
-    in those hours (for agents, waits and run durations) and the restarts in them."""
-    dates = sorted({datetime.fromtimestamp(us / 1e6, tz=UTC).date() for us in hours_us})
-    hour = F.unix_micros(F.date_trunc("hour", "ts"))
-    restart = (F.col("type") == CONTROL_STARTED) & F.col("date").isin(dates) & hour.isin(hours_us)
-    return facts.where(F.col("job_id").isin(jobs) | restart)
+    in those hours (for agents, waits and run durations) and the restarts in them.
+
+    They are a few thousand rows picked with pyarrow (a filtered column scan on the
+    driver) and handed to Spark as a local relation: a Spark scan of the whole facts
+    directory (listing, a task per file) cost more than the aggregation itself.
+    """
+    columns = [c for c in FACT_COLUMNS if c != "date"]
+    files = sorted(paths.facts.glob("date=*/*.parquet"))
+    of_jobs = _scan(files, columns, filters=[("job_id", "in", jobs)]) if jobs else None
+    dates = {datetime.fromtimestamp(us / 1e6, tz=UTC).date().isoformat() for us in hours_us}
+    in_dates = [f for f in files if f.parent.name.removeprefix("date=") in dates]
+    restarts = _scan(in_dates, columns, filters=[("type", "=", CONTROL_STARTED)])
+    if restarts.num_rows:
+        hours = pa.array(hours_us, pa.int64())
+        restarts = restarts.filter(pc.is_in(_hour_micros(restarts), value_set=hours))
+    parts = [t for t in (of_jobs, restarts) if t is not None and t.num_rows]
+    if not parts:
+        return spark.createDataFrame([], CONTEXT_DDL)
+    # One chunk: PySpark 4.3's createDataFrame(pa.Table) silently drops every row
+    # after an empty chunk, and each facts file that matched nothing is one.
+    table = pa.concat_tables([p.cast(parts[0].schema) for p in parts]).combine_chunks()
+    return spark.createDataFrame(table, CONTEXT_DDL)
 
 
 def _write_tables(hourly: DataFrame, paths: HistoryPaths, hours_us: list[int] | None) -> int:
@@ -479,18 +499,21 @@ def _run(
     state.malformed_last = malformed
     state.new_rows_last = new_facts
     agg_rows = -1
-    facts_all = spark.read.schema(FACTS_DDL).parquet(str(paths.facts))
+
+    def facts_all() -> DataFrame:
+        return spark.read.schema(FACTS_DDL).parquet(str(paths.facts))
+
     if plan.full or not paths.aggregates.exists():
         progress("aggregating per hour and agent")
-        agg_rows = _write_tables(aggregate(facts_all), paths, None)
+        agg_rows = _write_tables(aggregate(facts_all()), paths, None)
     elif hours_us:
         jobs = _jobs_in_hours(paths, hours_us)
         if len(jobs) > MAX_CONTEXT_JOBS:  # a big catch-up: one full pass is cheaper
             progress(f"aggregating per hour and agent ({len(hours_us)} hour(s) touched)")
-            agg_rows = _write_tables(aggregate(facts_all), paths, None)
+            agg_rows = _write_tables(aggregate(facts_all()), paths, None)
         else:
             progress(f"re-aggregating {len(hours_us)} hour(s) touched by new facts")
-            context = _context(facts_all, hours_us, jobs)
+            context = _context(spark, paths, hours_us, jobs)
             agg_rows = _write_tables(aggregate(context), paths, hours_us)
     state.built_at_ms = int(time.time() * 1000)
     save_state(paths, state)

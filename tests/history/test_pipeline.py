@@ -232,3 +232,31 @@ def test_finished_build_journal_is_not_rolled_back(built: Path, tmp_path: Path) 
     roll_back_interrupted_append(HistoryPaths(state_dir), print)
     assert sorted((state_dir / "history" / "facts").rglob("*.parquet")) == facts
     assert not (state_dir / "history" / "append-journal.json").exists()
+
+
+def test_incremental_with_untouched_older_dates(spark: Any, tmp_path: Path) -> None:
+    """An incremental build whose touched jobs live only in the newest date's files
+    (older dates' files hold none of them) still re-aggregates those jobs in full.
+
+    Regression: PySpark 4.3's createDataFrame(pyarrow.Table) silently drops every row
+    after an empty chunk, and each facts file that matches nothing is one."""
+    day = 86_400_000
+    t0 = 1_767_225_600_000
+    first = [
+        bus_line(1, t0, "job.registered", "000000aa", agent="claude"),
+        bus_line(2, t0 + 100, "job.event", "000000aa", event="started"),
+        bus_line(3, t0 + 900, "job.event", "000000aa", event="completed"),
+        bus_line(4, t0 + day, "job.registered", "000000cc", agent="aider"),
+        bus_line(5, t0 + 2 * day, "job.registered", "000000bb", agent="codex"),
+        bus_line(6, t0 + 2 * day + 50, "job.event", "000000bb", event="started"),
+    ]
+    later = [bus_line(7, t0 + 2 * day + 7000, "job.event", "000000bb", event="completed")]
+    state_dir = tmp_path / "state"
+    write_export(state_dir, first)
+    build(spark, state_dir)
+    write_export(state_dir, later, append=True)
+    assert not build(spark, state_dir).full
+    incremental = outputs(state_dir)
+    assert incremental == aggregate_lines(first + later)
+    runs = [(row["agent"], row["runs"]) for row in incremental[0]]
+    assert runs == [("claude", 1), ("aider", 0), ("codex", 1)]
