@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -207,8 +208,23 @@ class ControlRoomApp(App[None]):
         if delta is not None:
             self.main.apply_delta(delta, self.clock())
             self.polls_applied += 1
+            if self.polls_applied == 1:  # once its rows are on screen
+                self.call_after_refresh(self._freeze_startup_heap)
             for notice in delta.notices:
                 self.notify(notice, severity="warning", timeout=8)
+
+    @staticmethod
+    def _freeze_startup_heap() -> None:
+        """Move everything alive once the first delta is drawn (modules, widgets,
+        a thousand rows) out of the garbage collector's sight.
+
+        Those objects live as long as the app, yet every full collection walked
+        them all: with events arriving that was a 60-100 ms pause every ~650 ms,
+        the slowest 1% of publish->row. Objects created afterwards are collected
+        as usual; frozen ones are still freed by reference counting. No collection
+        first: it would cost the first frame ~50 ms, and the few cycles it would
+        free are a one-off."""
+        gc.freeze()
 
     def on_control_room_app_notice(self, message: Notice) -> None:
         self.notify(message.text, severity=message.severity)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import RichLog
 
 from app.tui.source import EventRow
@@ -24,13 +26,22 @@ MAX_LINES_PER_UPDATE = 20  # more than the stream's height: the rest would scrol
 
 class EventStream(RichLog):
     """Newest events at the bottom; `max_lines` keeps memory bounded however
-    long the control room stays open. It is also kept short for speed: until
-    the log is full each write changes its virtual size, which re-lays-out the
-    whole screen (~50 ms at 120x40); a short log is full after a few bursts."""
+    long the control room stays open."""
 
     DEFAULT_CSS = """
     EventStream { background: $surface; }
     """
+
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), repaint=True, layout=False)
+    """Widget's `virtual_size` asks for a layout on every change, and until the log
+    is full every write changes it: each write re-laid-out the whole screen (~50 ms
+    at 120x40). The log's own size is fixed by the stylesheet, so its content
+    cannot move anything else: a new virtual size only needs the scrollbars
+    updated (a scrollbar appearing still lays out, through its own reactive)."""
+
+    def watch_virtual_size(self, size: Size) -> None:
+        if self.is_mounted:
+            self._scroll_update(size)
 
     def __init__(self, *, max_lines: int = 250, **kwargs: object) -> None:
         super().__init__(max_lines=max_lines, wrap=False, markup=False, **kwargs)  # type: ignore[arg-type]

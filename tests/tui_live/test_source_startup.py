@@ -1,0 +1,41 @@
+"""The first poll over a real registry: every job the table will ever show at start,
+already in table order, so the table never has to re-sort older rows in later."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from app.tui import registry_source
+from app.tui.registry_source import RegistrySource
+from registry.jobs import Registry
+
+
+def test_first_poll_holds_live_jobs_and_the_newest_finished_in_order(
+    state_dir: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry_source, "RECENT_FINISHED_JOBS", 3)
+    jobs = [registry.register(f"p{n}", "custom", "alpha") for n in range(7)]
+    live = {jobs[1].job_id, jobs[4].job_id}  # interleaved with finished ones
+    for job in jobs:
+        if job.job_id not in live:
+            registry.publish(job.job_id, "started")
+            registry.publish(job.job_id, "completed", "done")
+    source = RegistrySource(Settings(state_dir))
+
+    first = source.poll(0)
+
+    # the table's order (jobs registered in the same millisecond go by id)
+    order = [job.job_id for job in sorted(jobs, key=lambda j: (j.created_at_ms, j.job_id))]
+    shown = [row.job_id for row in first.jobs]
+    newest_finished = [job_id for job_id in order if job_id not in live][-3:]
+    assert sorted(shown, key=order.index) == shown  # oldest first: no re-sort needed
+    assert set(shown) == live | set(newest_finished)
+    later = source.poll(first.cursor)  # nothing older trickles in afterwards
+    assert later.jobs == ()
+
+
+def test_first_poll_of_an_empty_registry_has_no_jobs(state_dir: Path) -> None:
+    assert RegistrySource(Settings(state_dir)).poll(0).jobs == ()
