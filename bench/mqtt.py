@@ -2,6 +2,7 @@
 and the publish -> committed-in-bus latency through the ingest bridge.
 
 Run: .venv/bin/python bench/mqtt.py [--messages 20000] [--runs 15] [--rate 1000 --seconds 5]
+     .venv/bin/python bench/mqtt.py --ingest-only [--repeat 2]   (the latency rows alone)
 Starts its own Mosquitto (bus.broker) on a free loopback port. The latency row
 runs `orchestrate ingest` as its own process, a publisher process paced at
 --rate events/s (each signed event carries its send time in data.t_us), and
@@ -86,10 +87,13 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ingest_latency(port: int, rate: float, seconds: float) -> tuple[list[float], int, float | None]:
+def ingest_latency(
+    port: int, rate: float, seconds: float
+) -> tuple[list[float], int, float | None, int]:
     """Publish -> committed-in-bus latencies (ms) through `orchestrate ingest`, how
     many events were sent, and the bridge's CPU time in ms per event (its capacity,
-    which the latency tail depends on when the machine is busy). The commit is seen
+    which the latency tail depends on when the machine is busy), and the largest
+    WAL file seen (bytes: checkpoints must keep it bounded). The commit is seen
     from another SQLite connection polling ``PRAGMA data_version`` (<= 0.2 ms)."""
     from registry.jobs import Registry
 
@@ -108,9 +112,11 @@ def ingest_latency(port: int, rate: float, seconds: float) -> tuple[list[float],
     )  # fmt: skip
     try:
         assert bridge.stderr is not None
-        line = bridge.stderr.readline()  # "ingesting ..." once subscribed
-        if "ingesting" not in line:
-            raise SystemExit(f"ingest bridge did not start: {line.strip()}")
+        # "ingesting ..." once subscribed (a retained event of an earlier run's
+        # job may be refused first: skip such lines).
+        while "ingesting" not in (line := bridge.stderr.readline()):
+            if not line:
+                raise SystemExit("ingest bridge did not start")
         reader = sqlite3.connect(state / "state.db")
         agent = subprocess.Popen(
             [sys.executable, "-c", PACED_AGENT, str(port), job.job_id, job.auth_token,
@@ -118,10 +124,14 @@ def ingest_latency(port: int, rate: float, seconds: float) -> tuple[list[float],
             env=env,
         )  # fmt: skip
         latencies: list[float] = []
-        last_seq, version = 0, None
+        last_seq, version, wal_max, polls = 0, None, 0, 0
+        wal = state / "state.db-wal"
         deadline = time.monotonic() + seconds + 30
         while len(latencies) < count and time.monotonic() < deadline:
             current = reader.execute("PRAGMA data_version").fetchone()[0]
+            polls += 1
+            if polls % 500 == 0:
+                wal_max = max(wal_max, wal.stat().st_size if wal.exists() else 0)
             if current == version:
                 time.sleep(0.0002)
                 continue
@@ -137,11 +147,35 @@ def ingest_latency(port: int, rate: float, seconds: float) -> tuple[list[float],
         agent.wait(30)
         reader.close()
         cpu = cpu_seconds(bridge.pid)
-        return latencies, count, None if cpu is None else cpu * 1000 / count
+        return latencies, count, None if cpu is None else cpu * 1000 / count, wal_max
     finally:
         bridge.terminate()
         bridge.wait(10)
         shutil.rmtree(state, ignore_errors=True)
+
+
+def ingest_only(rate: float, seconds: float, repeat: int) -> None:
+    """The latency rows alone, ``repeat`` times (compare best of): one line per run."""
+    directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
+    port = free_port()
+    write_config(directory, port=port)
+    broker = Mosquitto(directory)
+    broker.start()
+    print(f"{'run':>3}  {'committed':>11}  {'p50 ms':>7}  {'p99 ms':>7}  {'max ms':>7}  "
+          f"{'CPU us/ev':>9}  {'WAL max':>9}  load")  # fmt: skip
+    try:
+        for run in range(1, repeat + 1):
+            lat, sent, cpu_ms, wal_max = ingest_latency(port, rate, seconds)
+            if not lat:
+                print(f"{run:>3}  nothing committed")
+                continue
+            cpu = f"{cpu_ms * 1000:.0f}" if cpu_ms is not None else "?"
+            print(f"{run:>3}  {len(lat):>5}/{sent:<5}  {percentile(lat, 0.5):>7.2f}  "
+                  f"{percentile(lat, 0.99):>7.2f}  {max(lat):>7.2f}  {cpu:>9}  "
+                  f"{wal_max / 1024:>7.0f}KB  {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+    finally:
+        broker.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -197,7 +231,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="throughput rounds (best kept)")
     parser.add_argument("--rate", type=float, default=1000.0, help="ingest latency: events/s")
     parser.add_argument("--seconds", type=float, default=5.0, help="ingest latency: duration")
+    parser.add_argument("--ingest-only", action="store_true", help="only the ingest latency rows")
+    parser.add_argument("--repeat", type=int, default=1, help="ingest runs (each printed)")
     args = parser.parse_args()
+    if args.ingest_only:
+        ingest_only(args.rate, args.seconds, args.repeat)
+        return
 
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
     port = free_port()
@@ -223,7 +262,7 @@ def main() -> None:
             args.runs,
         )  # fmt: skip
         one_ours, one_bare, one_cli = one_shot["ours"], one_shot["bare"], one_shot["cli"]
-        latencies, sent, bridge_cpu_ms = ingest_latency(port, args.rate, args.seconds)
+        latencies, sent, bridge_cpu_ms, wal_max = ingest_latency(port, args.rate, args.seconds)
     finally:
         broker.stop()
         shutil.rmtree(directory, ignore_errors=True)
@@ -256,6 +295,7 @@ def main() -> None:
                     f"~{per_core:,.0f} ev/s per core",
                 )
             )
+        rows.append(("ingest WAL file, largest seen", f"{wal_max / 1024:,.0f} KB", ""))
     width = max(len(r[0]) for r in rows)
     print(f"{'measurement':<{width}}  {'result':>14}  ratio")
     print("-" * (width + 28))

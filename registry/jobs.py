@@ -11,13 +11,13 @@ import builtins
 import json
 import logging
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from bus import claims
 from bus.db import now_ms
-from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob
+from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob, RegistryError
 from registry.events import Event, build_event, event_from_dict, parse_event
 from registry.jobstore import FINAL_STATUSES, JobStore
 from registry.records import Job, account_seq, check_label, iso_from_ms
@@ -165,19 +165,71 @@ class Registry(JobStore):
         EventAfterTerminal (the job already ended), IllegalTransition.
         Nothing is stored when it raises.
         """
-        if isinstance(raw, Event):
-            event = raw
-        elif isinstance(raw, Mapping):
-            event = event_from_dict(dict(raw))
-        else:
-            event = parse_event(raw)
+        event = _parse(raw)
         with self._write() as conn:
             if via != "cli":
                 self._after_commit(lambda: self.audit.record_received(event, source=via))
             return self._record(conn, event, via)
 
-    def _record(self, conn: sqlite3.Connection, event: Event, via: Via) -> Recorded:
-        job = self._require(conn, event.job_id)
+    def record_events(
+        self, raws: Iterable[bytes | str | Mapping[str, Any] | Event], *, via: Via = "cli"
+    ) -> builtins.list[Recorded | RegistryError]:
+        """Record a batch in ONE transaction: one commit for many events (group commit).
+
+        Each event keeps ``record_event``'s semantics and gets its own verdict,
+        in order: its ``Recorded``, or the RegistryError that refused it (the
+        same one ``record_event`` would raise). Each runs in its own SAVEPOINT,
+        so a refused event rolls back only itself, never the others. Anything
+        else (the database locked, a disk error) raises and stores nothing:
+        the caller retries the whole batch.
+        """
+        parsed: builtins.list[Event | RegistryError] = []
+        for raw in raws:
+            try:
+                parsed.append(_parse(raw))
+            except RegistryError as exc:
+                parsed.append(exc)
+        verdicts: builtins.list[Recorded | RegistryError] = []
+        with self._write() as conn:
+            jobs: dict[str, Job] = {}  # each job read once per batch (we hold the write lock)
+            for item in parsed:
+                if isinstance(item, RegistryError):
+                    verdicts.append(item)
+                else:
+                    verdicts.append(self._record_savepoint(conn, item, via, jobs))
+        return verdicts
+
+    def _record_savepoint(
+        self, conn: sqlite3.Connection, event: Event, via: Via, jobs: dict[str, Job]
+    ) -> Recorded | RegistryError:
+        """One event of a batch: released if recorded, rolled back (with its queued
+        audit lines and its cached job) if refused."""
+        queued = len(self._local.after)
+        conn.execute("SAVEPOINT record_event")
+        try:
+            if via != "cli":
+                self._after_commit(lambda: self.audit.record_received(event, source=via))
+            recorded = self._record(conn, event, via, jobs)
+        except RegistryError as exc:
+            conn.execute("ROLLBACK TO record_event")
+            conn.execute("RELEASE record_event")
+            del self._local.after[queued:]
+            jobs.pop(event.job_id, None)
+            return exc
+        conn.execute("RELEASE record_event")
+        return recorded
+
+    def _record(
+        self,
+        conn: sqlite3.Connection,
+        event: Event,
+        via: Via,
+        jobs: dict[str, Job] | None = None,
+    ) -> Recorded:
+        """Record one event in the caller's transaction. ``jobs`` caches the rows
+        this transaction already read and wrote, so a batch reads each job once."""
+        cached = jobs.get(event.job_id) if jobs is not None else None
+        job = cached if cached is not None else self._require(conn, event.job_id)
         where = f"job {job.job_id} seq {event.seq} ({event.event})"
         if job.auth_token is not None:
             verify(event, job.auth_token)
@@ -201,6 +253,7 @@ class Registry(JobStore):
             from_agent=job.job_id,
         )
         missing, max_seen = account_seq(job.missing_seqs, job.max_seen_seq, event.seq)
+        stamp = iso_from_ms(now_ms())
         conn.execute(
             "UPDATE jobs SET last_seq = MAX(last_seq, ?), max_seen_seq = ?, missing_seqs = ?, "
             "last_event = ?, last_event_at = ?, last_detail = ?, updated_at = ? "
@@ -212,20 +265,30 @@ class Registry(JobStore):
                 event.event,
                 event.timestamp,
                 event.detail,
-                iso_from_ms(now_ms()),
+                stamp,
                 job.job_id,
             ),
         )
         if missing != job.missing_seqs and len(missing) > len(job.missing_seqs):
             log.info("job %s: gap before seq %d", job.job_id, event.seq)
-        job = self._require(conn, job.job_id)
+        # The row as the UPDATE left it, without reading it back.
+        job = replace(
+            job,
+            last_seq=max(job.last_seq, event.seq),
+            max_seen_seq=max_seen,
+            missing_seqs=missing,
+            last_event=event.event,
+            last_event_at=event.timestamp,
+            last_detail=event.detail,
+            updated_at=stamp,
+        )
         reason = f"agent published {event.event} (seq {event.seq})"
         if job.status == "pending":
             start_reason = reason if not event.is_terminal else f"{reason} without started"
             self._move(conn, job, "running", start_reason, transition="start")
             job = self._require(conn, job.job_id)
         elif not event.is_terminal:
-            self._extend(conn, job, job.timeout_sec)
+            job = self._extend_due(conn, job)
         if event.is_terminal:
             target = "completed" if event.event == "completed" else "error"
             if event.event == "error" and event.detail:
@@ -233,4 +296,15 @@ class Registry(JobStore):
             result = {"event": event.event, "seq": event.seq, "detail": event.detail}
             self._move(conn, job, target, reason, result=result)
             job = self._require(conn, job.job_id)
+        if jobs is not None:
+            jobs[job.job_id] = job
         return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
+
+
+def _parse(raw: bytes | str | Mapping[str, Any] | Event) -> Event:
+    """An Event from any transport's form of it (InvalidEvent if malformed)."""
+    if isinstance(raw, Event):
+        return raw
+    if isinstance(raw, Mapping):
+        return event_from_dict(dict(raw))
+    return parse_event(raw)

@@ -17,6 +17,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -313,15 +314,25 @@ class JobStore:
             lambda: self.audit.record_status_changed(job.job_id, before, target, reason)
         )
 
-    def _extend(self, conn: sqlite3.Connection, job: Job, lease_sec: int) -> None:
-        lease_ms = now_ms() + lease_sec * 1000
+    def _extend_due(self, conn: sqlite3.Connection, job: Job) -> Job:
+        """An event is a sign of life: push the job's lease to a full timeout away,
+        but only once less than half of it remains (a burst of progress events
+        then costs no writes), so the lease never runs nearer than half a
+        timeout while events flow. Returns the job as it now is."""
+        now = now_ms()
+        timeout_ms = job.timeout_sec * 1000
+        if job.lease_until_ms is not None and job.lease_until_ms - now >= timeout_ms // 2:
+            return job
+        lease_ms = now + timeout_ms
         if job.lease_until_ms is not None and job.lease_until_ms >= lease_ms:
-            return
+            return job
         claims.extend(conn, job.job_id, lease_ms)
+        stamp = iso_from_ms(lease_ms)
         conn.execute(
             "UPDATE jobs SET lease_until = ?, lease_until_ms = ? WHERE job_id = ?",
-            (iso_from_ms(lease_ms), lease_ms, job.job_id),
+            (stamp, lease_ms, job.job_id),
         )
+        return replace(job, lease_until=stamp, lease_until_ms=lease_ms)
 
     def _record_transition(
         self,
