@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ class BlobStore:
         path = self.directory / ref
         if path.exists():
             return ref
+        import tempfile  # only large payloads come here: keep it off the one-shot publish path
+
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
         try:
