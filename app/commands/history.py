@@ -53,6 +53,8 @@ def build(
     if not java_available():
         raise JavaNotFound()
     paths = HistoryPaths(settings.state_dir)
+    if input_uri is None and settings.db_path.exists():
+        _export_bus(settings)  # the default input: bring it up to date first
     resolve_input(input_uri, paths)  # a missing export fails before the JVM starts
     _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
     spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log)
@@ -68,6 +70,16 @@ def build(
         f"{report.malformed} malformed line(s) skipped; {report.facts_rows} facts in all; "
         f"{report.seconds:.1f} s"
     )
+
+
+def _export_bus(settings: Settings) -> None:
+    """Append what the bus holds beyond the last export, as `orchestrate export` does."""
+    from app.commands.msg import open_bus
+    from bus.export import export_jsonl
+
+    target = settings.state_dir / "export" / "bus.jsonl"
+    written = export_jsonl(open_bus(settings), target)
+    _progress(f"exported {written} new bus message(s) to {target}")
 
 
 def _duration(ms: float | None) -> str:

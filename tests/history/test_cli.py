@@ -153,3 +153,18 @@ def test_reader_import_stays_light() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     light = "import sys, registry.history; assert 'pyarrow' not in sys.modules"
     subprocess.run([sys.executable, "-c", light], check=True, timeout=60)
+
+
+def test_build_brings_the_bus_export_up_to_date_first(tmp_path: Path) -> None:
+    """After demo agents ran, `history build` alone is enough: it exports the bus first
+    (checked here up to the point Spark would start, with a master Spark refuses)."""
+    from registry.jobs import Registry
+
+    registry = Registry.open(tmp_path)
+    job = registry.register(prompt="p", agent="demo", agent_session="s")
+    registry.publish(job.job_id, "started")
+    proc = orchestrate(tmp_path, "history", "build", "--master", "nonsense://x")
+    assert proc.returncode == 1
+    exported = (tmp_path / "export" / "bus.jsonl").read_text().splitlines()
+    types = [json.loads(line)["type"] for line in exported]
+    assert "job.registered" in types and "job.event" in types
