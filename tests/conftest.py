@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.polling import poll_until
 
 # Real Mosquitto fixtures (make_broker, broker, ...) for every tier that needs a broker.
 pytest_plugins = ["tests.mosquitto_fixture"]
@@ -75,3 +77,9 @@ def cli(state_dir: Path):  # type: ignore[no-untyped-def]
         return run_cli(*args, state_dir=state_dir, **kwargs)  # type: ignore[arg-type]
 
     return invoke
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., object]:
+    """`wait_for(condition, timeout, what)`: ``poll_until`` as a fixture."""
+    return poll_until

@@ -139,16 +139,6 @@ def until_payload(sub: MqttSubscriber, payload: bytes, timeout: float = 10.0) ->
     raise AssertionError(f"sentinel {payload!r} never arrived; saw {seen!r}")
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll ``condition`` until true or the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
 @pytest.fixture(name="collect")
 def collect_fixture() -> Callable[..., list[ReceivedMessage]]:
     """``collect(sub, count, timeout=10)``: messages until count or deadline."""
@@ -159,9 +149,3 @@ def collect_fixture() -> Callable[..., list[ReceivedMessage]]:
 def until_payload_fixture() -> Callable[..., list[bytes]]:
     """``until_payload(sub, sentinel)``: payloads up to a sentinel published last."""
     return until_payload
-
-
-@pytest.fixture(name="wait_for")
-def wait_for_fixture() -> Callable[..., bool]:
-    """``wait_for(condition, timeout=10)``: poll until true."""
-    return wait_for

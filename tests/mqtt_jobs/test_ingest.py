@@ -17,8 +17,9 @@ from registry.events import Event, build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.signing import sign
-from tests.mosquitto_fixture import RunningBroker, wait_for
+from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.conftest import raw_publish
+from tests.polling import poll_until as wait_for
 
 
 def remote_job(state_dir: Path, broker: RunningBroker) -> tuple[str, str]:

@@ -13,8 +13,9 @@ from registry.events import Event, build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Recorded, Registry
 from registry.signing import sign
-from tests.mosquitto_fixture import RunningBroker, wait_for
+from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.test_ingest import BridgeThread, agent_events, bus_event_seqs, moves
+from tests.polling import poll_until as wait_for
 
 BURST = 400
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 
 PYTHON = sys.executable
-WaitFor = Callable[..., object]
 
 
 def demo_cmd(*flags: str) -> list[str]:
@@ -55,20 +53,3 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def orch(state_dir: Path, tmux_socket: str, workdir: Path) -> Orchestrator:
     """An Orchestrator on this test's state dir and tmux server."""
     return Orchestrator(Settings(state_dir=state_dir), tmux_socket=tmux_socket)
-
-
-def _wait_for(condition: Callable[[], object], timeout: float = 15.0, what: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def wait_for() -> WaitFor:
-    """`wait_for(condition, timeout, what)`: poll until truthy, fail at the deadline."""
-    return _wait_for

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,20 +46,3 @@ def publish_log(tmp_path: Path) -> tuple[str, Path]:
     script.write_text(RECORDER, encoding="utf-8")
     log = tmp_path / "published.jsonl"
     return shlex.join([sys.executable, str(script), str(log)]), log
-
-
-def _wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def wait_for() -> Callable[..., object]:
-    """`wait_for(condition, timeout, what)`: poll until truthy (tmux output lags a little)."""
-    return _wait_for
