@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
+from app.commands.job_options import job_spec_options, read_prompt
 from app.settings import Settings
 from registry.errors import InvalidJobInput
 from registry.jobs import Registry
-from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
+from registry.records import Job
 
 
 def open_registry(settings: Settings) -> Registry:
@@ -38,20 +39,7 @@ def job() -> None:
 
 
 @job.command()
-@click.option("--prompt", metavar="TEXT", help="What the agent should do.")
-@click.option(
-    "--prompt-file",
-    type=click.File("r", encoding="utf-8"),
-    help="Read the prompt from a file ('-' for stdin) instead of --prompt.",
-)
-@click.option("--agent", required=True, metavar="NAME", help="Agent kind, e.g. claude-code.")
-@click.option(
-    "--agent-session", required=True, metavar="LABEL", help="Session label, e.g. tmux:claude."
-)
-@click.option("--timeout", default=DEFAULT_TIMEOUT_SEC, show_default=True, type=int)
-@click.option("--idle-timeout", default=DEFAULT_IDLE_TIMEOUT_SEC, show_default=True, type=int)
-@click.option("--artifact", "artifacts", multiple=True, metavar="FILE", help="Expected output.")
-@click.option("--no-sign", is_flag=True, help="No auth_token: accept unsigned events (PoC).")
+@job_spec_options
 @click.option("--broker", metavar="HOST", help="MQTT broker for this job (default: $MQTT_BROKER).")
 @click.option("--port", type=int, metavar="N", help="MQTT broker port.")
 @click.option("--topic-prefix", metavar="TOPIC", help="Default: jobs/<job_id>.")
@@ -71,15 +59,9 @@ def register(
     topic_prefix: str | None,
 ) -> None:
     """Register a pending job; prints its job_id."""
-    if prompt_file is not None:
-        if prompt is not None:
-            raise InvalidJobInput("give --prompt or --prompt-file, not both")
-        prompt = prompt_file.read()
-    if prompt is None:
-        raise InvalidJobInput("--prompt is required")
     registry = open_registry(settings)
     created = registry.register(
-        prompt,
+        read_prompt(prompt, prompt_file),
         agent,
         agent_session,
         timeout_sec=timeout,

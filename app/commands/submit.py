@@ -10,38 +10,24 @@ from typing import Any
 
 import click
 
+from app.commands.job_options import job_spec_options, read_prompt
 from app.orchestration import Orchestrator
 from app.orchestration.agents import split_command
 from app.settings import Settings
-from registry.errors import InvalidJobInput
 from registry.events import Event
-from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC
 from registry.waiter import Verdict
 
 
 @click.command()
-@click.option("--prompt", metavar="TEXT", help="What the agent should do.")
-@click.option(
-    "--prompt-file",
-    type=click.File("r", encoding="utf-8"),
-    help="Read the prompt from a file ('-' for stdin) instead of --prompt.",
-)
-@click.option("--agent", required=True, metavar="NAME", help="Agent kind: demo, claude-code, ...")
-@click.option(
-    "--agent-session", required=True, metavar="LABEL", help="Session label, e.g. claude-a."
-)
+@job_spec_options
 @click.option(
     "--agent-cmd",
     metavar="CMD",
     help="Command that runs the agent (shell-like words; the prompt arrives on stdin, "
     "or where a word is {prompt_file}). Default: per agent kind.",
 )
-@click.option("--timeout", default=DEFAULT_TIMEOUT_SEC, show_default=True, type=int)
-@click.option("--idle-timeout", default=DEFAULT_IDLE_TIMEOUT_SEC, show_default=True, type=int)
-@click.option("--artifact", "artifacts", multiple=True, metavar="FILE", help="Expected output.")
 @click.option("--workdir", metavar="DIR", help="The agent's working directory (default: here).")
 @click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
-@click.option("--no-sign", is_flag=True, help="No auth_token: accept unsigned events (PoC).")
 @click.pass_obj
 def submit(
     settings: Settings,
@@ -58,12 +44,7 @@ def submit(
     no_sign: bool,
 ) -> None:
     """Register a job, start its agent in a tmux pane, and wait for its end."""
-    if prompt_file is not None:
-        if prompt is not None:
-            raise InvalidJobInput("give --prompt or --prompt-file, not both")
-        prompt = prompt_file.read()
-    if prompt is None:
-        raise InvalidJobInput("--prompt or --prompt-file is required")
+    prompt = read_prompt(prompt, prompt_file)
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
