@@ -79,22 +79,11 @@ def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
 
 def domain_errors() -> tuple[type[Exception], ...]:
     """The error types a command turns into one line on stderr and an exit code."""
+    from app.tmux.errors import TmuxError
     from bus.errors import BusError
+    from registry.errors import RegistryError
 
-    types: list[type[Exception]] = [BusError]
-    try:
-        from registry.errors import RegistryError
-    except ImportError:  # registry not built yet
-        pass
-    else:
-        types.append(RegistryError)
-    try:
-        from app.tmux.errors import TmuxError
-    except ImportError:
-        pass
-    else:
-        types.append(TmuxError)
-    return tuple(types)
+    return (BusError, RegistryError, TmuxError)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bus.messages import Bus
+    from registry.jobs import Registry
 
 STATE_DIR_NAME = ".orchestrate"
 
@@ -41,3 +46,16 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.state_dir / "state.db"
+
+    def open_bus(self) -> Bus:
+        """The SQLite bus in this state dir (imported here, on use, to keep `--help` light)."""
+        from bus.db import BusDB
+        from bus.messages import Bus
+
+        return Bus(BusDB(self.state_dir, busy_timeout_ms=self.busy_timeout_ms))
+
+    def open_registry(self) -> Registry:
+        """The registry in this state dir."""
+        from registry.jobs import Registry
+
+        return Registry.open(self.state_dir, busy_timeout_ms=self.busy_timeout_ms)

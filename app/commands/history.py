@@ -74,11 +74,10 @@ def build(
 
 def _export_bus(settings: Settings) -> None:
     """Append what the bus holds beyond the last export, as `orchestrate export` does."""
-    from app.commands.msg import open_bus
     from bus.export import export_jsonl
 
     target = settings.state_dir / "export" / "bus.jsonl"
-    written = export_jsonl(open_bus(settings), target)
+    written = export_jsonl(settings.open_bus(), target)
     _progress(f"exported {written} new bus message(s) to {target}")
 
 

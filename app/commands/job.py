@@ -15,13 +15,7 @@ import click
 from app.commands.job_options import job_spec_options, read_prompt
 from app.settings import Settings
 from registry.errors import InvalidJobInput
-from registry.jobs import Registry
 from registry.records import Job
-
-
-def open_registry(settings: Settings) -> Registry:
-    """The registry in the state dir chosen for this command."""
-    return Registry.open(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
 
 
 def emit_json(value: Any, *, indent: int | None = None) -> None:
@@ -59,7 +53,7 @@ def register(
     topic_prefix: str | None,
 ) -> None:
     """Register a pending job; prints its job_id."""
-    registry = open_registry(settings)
+    registry = settings.open_registry()
     created = registry.register(
         read_prompt(prompt, prompt_file),
         agent,
@@ -100,7 +94,7 @@ def list_jobs(
     settings: Settings, as_json: bool, status: str | None, agent_session: str | None
 ) -> None:
     """List jobs, oldest first (a table, or full records with --json)."""
-    jobs = open_registry(settings).list(status=status, agent_session=agent_session)
+    jobs = settings.open_registry().list(status=status, agent_session=agent_session)
     if as_json:
         emit_json([j.to_dict() for j in jobs], indent=2)
         return
@@ -159,7 +153,7 @@ def _age(stamp: str, now: datetime) -> str:
 @click.pass_obj
 def get(settings: Settings, job_id: str, show_token: bool) -> None:
     """Print one job record as JSON."""
-    emit_json(open_registry(settings).get(job_id).to_dict(show_token=show_token), indent=2)
+    emit_json(settings.open_registry().get(job_id).to_dict(show_token=show_token), indent=2)
 
 
 @job.command()
@@ -169,7 +163,7 @@ def get(settings: Settings, job_id: str, show_token: bool) -> None:
 @click.pass_obj
 def status(settings: Settings, job_id: str, new_status: str, reason: str) -> None:
     """Move a job to STATUS through the job state machine."""
-    registry = open_registry(settings)
+    registry = settings.open_registry()
     before = registry.get(job_id).status
     after = registry.set_status(job_id, new_status, reason)
     click.echo(f"{job_id}: {before} -> {after.status}")
@@ -180,7 +174,7 @@ def status(settings: Settings, job_id: str, new_status: str, reason: str) -> Non
 @click.pass_obj
 def pick(settings: Settings, agent_session: str) -> None:
     """Claim the oldest pending job of LABEL (now running); prints its id, or exit 3."""
-    click.echo(open_registry(settings).pick(agent_session).job_id)
+    click.echo(settings.open_registry().pick(agent_session).job_id)
 
 
 @job.command()
@@ -189,7 +183,7 @@ def pick(settings: Settings, agent_session: str) -> None:
 @click.pass_obj
 def cancel(settings: Settings, job_id: str, reason: str) -> None:
     """Cancel a pending or running job."""
-    done = open_registry(settings).cancel(job_id, reason)
+    done = settings.open_registry().cancel(job_id, reason)
     click.echo(f"{job_id}: {done.status}")
 
 
@@ -199,7 +193,7 @@ def cancel(settings: Settings, job_id: str, reason: str) -> None:
 @click.pass_obj
 def resume(settings: Settings, job_id: str, reason: str) -> None:
     """Queue a failed or cancelled job again (same id, a new attempt)."""
-    done = open_registry(settings).resume(job_id, reason)
+    done = settings.open_registry().resume(job_id, reason)
     click.echo(f"{job_id}: {done.status}")
 
 
@@ -208,7 +202,7 @@ def resume(settings: Settings, job_id: str, reason: str) -> None:
 @click.pass_obj
 def why(settings: Settings, job_id: str) -> None:
     """Say why a job is in its current state, from its transition history."""
-    click.echo(f"{job_id}: {open_registry(settings).why(job_id)}")
+    click.echo(f"{job_id}: {settings.open_registry().why(job_id)}")
 
 
 @job.command()
@@ -247,7 +241,7 @@ def _warn_missing(settings: Settings, job_id: str) -> None:
     from registry.errors import JobNotFound
 
     try:
-        record = open_registry(settings).get(job_id)
+        record = settings.open_registry().get(job_id)
     except JobNotFound:
         return
     if record.missing_count:

@@ -20,12 +20,6 @@ def default_agent() -> str:
     return os.environ.get("ORCHESTRATE_JOB") or "hq"
 
 
-def open_bus(settings: Settings) -> Bus:
-    from bus.db import BusDB
-
-    return Bus(BusDB(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms))
-
-
 def parse_payload(text: str | None) -> Any:
     """A payload argument: JSON text, or ``@path`` to a JSON file."""
     if text is None:
@@ -82,7 +76,7 @@ def send(
 ) -> None:
     """Publish a message of TYPE with a JSON PAYLOAD (or @file.json)."""
     body = parse_payload(payload)
-    bus = open_bus(settings)
+    bus = settings.open_bus()
     if to_agent is not None:
         bus.check_recipient(to_agent, also_known=_registry_names(bus))
     message = Outgoing(
@@ -100,10 +94,8 @@ def send(
 
 def _registry_names(bus: Bus) -> set[str]:
     """Job ids and session labels are valid recipients even before they speak."""
-    try:
-        from registry.names import known_names
-    except ImportError:
-        return set()
+    from registry.names import known_names
+
     return known_names(bus)
 
 
@@ -113,7 +105,7 @@ def _registry_names(bus: Bus) -> set[str]:
 @click.pass_obj
 def poll(settings: Settings, agent: str | None, limit: int) -> None:
     """Print unacknowledged messages as JSON lines (does not move the cursor)."""
-    for message in open_bus(settings).poll(agent or default_agent(), limit=limit):
+    for message in settings.open_bus().poll(agent or default_agent(), limit=limit):
         emit(message.to_dict())
 
 
@@ -124,7 +116,7 @@ def poll(settings: Settings, agent: str | None, limit: int) -> None:
 def ack(settings: Settings, seq: int, agent: str | None) -> None:
     """Acknowledge everything up to SEQ after processing it (never moves back)."""
     reader = agent or default_agent()
-    emit({"agent": reader, "last_acked_seq": open_bus(settings).ack(reader, seq)})
+    emit({"agent": reader, "last_acked_seq": settings.open_bus().ack(reader, seq)})
 
 
 @msg.command()
@@ -137,7 +129,7 @@ def follow(settings: Settings, task: str | None, since: int | None, count: int |
     click.echo(f"following {settings.db_path} (Ctrl-C to stop)", err=True)
     seen = 0
     try:
-        for message in open_bus(settings).follow(after_seq=since, task=task):
+        for message in settings.open_bus().follow(after_seq=since, task=task):
             emit(message.to_dict())
             seen += 1
             if count is not None and seen >= count:
@@ -158,5 +150,5 @@ def export(settings: Settings, out: Path | None) -> None:
     from bus.export import export_jsonl
 
     target = out or settings.state_dir / "export" / "bus.jsonl"
-    written = export_jsonl(open_bus(settings), target)
+    written = export_jsonl(settings.open_bus(), target)
     click.echo(f"exported {written} message(s) to {target}", err=True)

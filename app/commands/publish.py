@@ -20,7 +20,7 @@ import click
 from app.settings import Settings
 from registry.errors import InvalidEvent
 from registry.events import Event
-from registry.jobs import Recorded, Registry
+from registry.jobs import Recorded
 from registry.records import Job
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
@@ -82,7 +82,7 @@ def publish(
     raw: BinaryIO | None,
 ) -> None:
     """Publish one event for a job: recorded locally, then sent to remote subscribers."""
-    registry = Registry.open(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+    registry = settings.open_registry()
     if raw is not None:
         recorded = registry.record_event(raw.read(), via="cli")
         sys.stdout.write(recorded.event.to_bytes().decode("utf-8") + "\n")

@@ -24,8 +24,6 @@ import time
 import click
 
 from app.settings import Settings
-from bus.db import BusDB
-from bus.messages import Bus
 from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
 from registry.jobs import Registry
@@ -90,7 +88,7 @@ def subscribe(
 ) -> None:
     """Follow jobs' events until each ends: exit 0 completed, 1 error, 2 timeout."""
     settings: Settings = ctx.obj
-    registry = Registry.open(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+    registry = settings.open_registry()
     ids = list(dict.fromkeys(job_ids))
     env_token_used: list[str] = []
     jobs = [watched_job(registry, job_id, env_token_used) for job_id in ids]
@@ -103,9 +101,7 @@ def subscribe(
     )
     feed = JobEventFeed(
         jobs,
-        bus_factory=lambda: Bus(
-            BusDB(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
-        ),
+        bus_factory=settings.open_bus,
     )
     with feed:
         follow(feed, waiter)

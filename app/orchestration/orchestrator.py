@@ -28,7 +28,6 @@ from app.tmux.liveness import looks_like_permission_prompt
 from app.tmux.names import session_name_for
 from registry import states
 from registry.errors import IllegalTransition, SessionNotFound
-from registry.jobs import Registry
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.sessions import Session, SessionStore
 
@@ -46,7 +45,7 @@ class Orchestrator:
     def __init__(self, settings: Settings, *, tmux_socket: str | None = None) -> None:
         self.settings = settings
         self.tmux_socket = tmux_socket
-        self.registry = Registry.open(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+        self.registry = settings.open_registry()
         self.sessions = SessionStore(self.registry.bus)
         self._lock = threading.Lock()
         self._driver: TmuxDriver | None = None
