@@ -1,10 +1,17 @@
 """`orchestrate publish`: an agent reports one event for its job (seed 000 §2).
 
 The agent's hot path: it runs once per event from inside a pane, so it imports
-the registry and nothing heavy (no Textual, libtmux, Spark; paho only when the
-job has a broker). The event is recorded locally first (seq allocation,
-signing, status move and bus append in one transaction), then handed to the
-remote transports.
+nothing heavy (no Textual, libtmux, Spark; paho only when there is a broker).
+
+Two ways, chosen by where the registry is:
+* on this host (the state dir holds ``state.db``): the event is recorded
+  locally first (seq allocation, signing, status move and bus append in one
+  transaction), then handed to MQTT when the job has a broker;
+* on another host (no ``state.db`` here, or ``--remote``): the agent only
+  publishes over MQTT. The broker comes from ``MQTT_*``, the token from
+  ``ORCHESTRATE_JOB_TOKEN`` and the seq from a counter file
+  (``registry.remote_seq``); the control room's ingest bridge records it.
+  This path does not import the registry's database code at all.
 """
 
 from __future__ import annotations
@@ -13,17 +20,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from app.settings import Settings
 from registry.errors import InvalidEvent
-from registry.events import Event
-from registry.jobs import Recorded
-from registry.records import Job
+from registry.events import Event, build_event
+
+if TYPE_CHECKING:
+    from bus.mqtt_config import BrokerConfig
+    from registry.jobs import Recorded
+    from registry.records import Job
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
+TOPIC_PREFIX_ENV = "ORCHESTRATE_TOPIC_PREFIX"
 
 
 def parse_data(text: str | None) -> dict[str, object]:
@@ -71,32 +82,100 @@ def parse_data(text: str | None) -> dict[str, object]:
     type=click.File("rb"),
     help="Record a ready-made wire event from a file ('-' for stdin), e.g. a relay.",
 )
-@click.pass_obj
+@click.option(
+    "--remote",
+    is_flag=True,
+    help="The job's registry is on another host: send over MQTT only "
+    "(the default when this host has no registry).",
+)
+@click.option(
+    "--topic-prefix",
+    envvar=TOPIC_PREFIX_ENV,
+    metavar="TOPIC",
+    help="Remote only: the job's topic prefix (default: jobs/<job>).",
+)
+@click.pass_context
 def publish(
-    settings: Settings,
+    ctx: click.Context,
     job_id: str | None,
     event: str | None,
     detail: str,
     data_text: str | None,
     attempts: int,
     raw: BinaryIO | None,
+    remote: bool,
+    topic_prefix: str | None,
 ) -> None:
     """Publish one event for a job: recorded locally, then sent to remote subscribers."""
-    registry = settings.open_registry()
+    settings: Settings = ctx.obj
+    remote = remote or not settings.db_path.exists()
     if raw is not None:
-        recorded = registry.record_event(raw.read(), via="cli")
+        if remote:
+            raise click.UsageError(
+                f"--raw records into this host's registry; there is none in {settings.state_dir}"
+                if not settings.db_path.exists()
+                else "--raw records into this host's registry: not with --remote"
+            )
+        recorded = settings.open_registry().record_event(raw.read(), via="cli")
         sys.stdout.write(recorded.event.to_bytes().decode("utf-8") + "\n")
         return
     if not job_id:
         raise click.UsageError("--job is required (or set ORCHESTRATE_JOB)")
     if not event:
         raise click.UsageError("--event is required")
-    recorded = registry.publish(
-        job_id, event, detail, parse_data(data_text), token=os.environ.get(TOKEN_ENV) or None
-    )
+    token = os.environ.get(TOKEN_ENV) or None
+    if remote:
+        publish_remote(settings, job_id, event, detail, parse_data(data_text), token,
+                       topic_prefix or f"jobs/{job_id}", attempts)  # fmt: skip
+        return
+    if ctx.get_parameter_source("topic_prefix") is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("--topic-prefix is for --remote; a local job has its own")
+    registry = settings.open_registry()
+    recorded = registry.publish(job_id, event, detail, parse_data(data_text), token=token)
     sys.stdout.write(recorded.event.to_bytes().decode("utf-8") + "\n")
     sys.stdout.flush()
     send_remote(registry.get(recorded.job_id), recorded, attempts)
+
+
+def publish_remote(
+    settings: Settings,
+    job_id: str,
+    event: str,
+    detail: str,
+    data: dict[str, object],
+    token: str | None,
+    topic_prefix: str,
+    attempts: int,
+) -> None:
+    """An agent whose registry is on another host: build, sign, send over MQTT.
+
+    Everything is validated before the seq is taken, so bad input costs no seq.
+    """
+    from bus.errors import MqttConfigError
+    from bus.mqtt_config import resolve_broker, validate_publish_topic
+    from registry.remote_seq import next_seq
+    from registry.signing import sign
+
+    config = resolve_broker(os.environ, None)
+    if config is None:
+        raise MqttConfigError(
+            f"no registry in {settings.state_dir} and no MQTT_BROKER set: nowhere to "
+            "publish (set MQTT_BROKER for a job registered on another host)"
+        )
+    topic = validate_publish_topic(f"{topic_prefix.rstrip('/')}/events")
+    build_event(job_id, 1, event, detail, data)  # refuse bad input before taking a seq
+    built = build_event(job_id, next_seq(settings.state_dir, job_id), event, detail, data)
+    if token:
+        built = sign(built, token)
+    else:
+        click.echo(
+            f"orchestrate: warning: {TOKEN_ENV} is not set; job {job_id} seq {built.seq} "
+            "goes unsigned (a job that signs will drop it)",
+            err=True,
+        )
+    sys.stdout.write(built.to_bytes().decode("utf-8") + "\n")
+    sys.stdout.flush()
+    send_or_exit(config, topic, built, attempts, f" (the next event takes seq {built.seq + 1})")
 
 
 def send_remote(job: Job, recorded: Recorded, attempts: int) -> None:
@@ -108,27 +187,26 @@ def send_remote(job: Job, recorded: Recorded, attempts: int) -> None:
     """
     if job.broker is None:
         return
+    from bus.mqtt_config import resolve_broker
+
+    config = resolve_broker(os.environ, job.broker)
+    if config is not None:
+        send_or_exit(
+            config, job.events_topic, recorded.event, attempts, " (it is recorded locally)"
+        )
+
+
+def send_or_exit(config: BrokerConfig, topic: str, event: Event, attempts: int, note: str) -> None:
+    """QoS 1 to ``topic``, retained when terminal (seed 000 §2.3); a failure is one
+    line (with ``note``: where the event stands) and the MqttError's exit code."""
     from bus.errors import MqttError
+    from bus.mqtt_publisher import publish_once
 
     try:
-        send_mqtt(job, recorded.event, attempts)
+        publish_once(config, topic, event.to_bytes(), retain=event.is_terminal, attempts=attempts)
     except MqttError as exc:
         click.echo(
-            f"orchestrate: job {job.job_id} seq {recorded.seq} is recorded locally, "
-            f"but was not sent over MQTT: {exc}",
+            f"orchestrate: job {event.job_id} seq {event.seq} was not sent over MQTT{note}: {exc}",
             err=True,
         )
         sys.exit(exc.exit_code)
-
-
-def send_mqtt(job: Job, event: Event, attempts: int) -> None:
-    """QoS 1 to ``<topic_prefix>/events``, retained when terminal (seed 000 §2.3)."""
-    from bus.mqtt_config import resolve_broker
-    from bus.mqtt_publisher import publish_once
-
-    config = resolve_broker(os.environ, job.broker)
-    if config is None:
-        return
-    publish_once(
-        config, job.events_topic, event.to_bytes(), retain=event.is_terminal, attempts=attempts
-    )

@@ -1,0 +1,52 @@
+"""The event seq of a job whose registry lives on another host.
+
+An agent on a remote host still owes every event a seq that only grows and
+survives a crashed pane (seed 000 §2.2: the seq is backed by ``last_seq``).
+With no registry here to hold ``last_seq``, a small file per job under the
+state dir does, advanced under ``flock`` so two panes of one job never take
+the same seq. The number is written in place at a fixed width, so a crash
+mid-write can leave the old value or the new one, never an empty file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from registry.errors import InvalidEvent, RegistryError
+
+SEQ_DIR = "remote-seq"
+_WIDTH = 20  # digits: any seq the wire allows fits
+
+
+def seq_path(state_dir: Path, job_id: str) -> Path:
+    """Where the counter of ``job_id`` lives (the id is checked: it names a file)."""
+    if len(job_id) != 8 or any(c not in "0123456789abcdef" for c in job_id):
+        raise InvalidEvent(f"job_id must be 8 lowercase hex digits, got {job_id!r}")
+    return state_dir / SEQ_DIR / f"{job_id}.seq"
+
+
+def next_seq(state_dir: Path, job_id: str) -> int:
+    """Take the job's next seq (1 for its first event) and persist it before returning.
+
+    A seq is taken before its event is sent: an event that then fails to
+    send leaves a gap the receivers count as missing, never a seq reused for
+    a different event (which their dedupe would silently drop).
+    """
+    path = seq_path(state_dir, job_id)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise RegistryError(f"cannot keep the seq of job {job_id} in {path}: {exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.pread(fd, _WIDTH + 1, 0).decode("ascii", "replace").strip()
+        if text and not text.isdigit():
+            raise RegistryError(f"seq file {path} is damaged ({text[:20]!r}); fix or remove it")
+        seq = int(text or "0") + 1
+        os.pwrite(fd, f"{seq:0{_WIDTH}d}\n".encode("ascii"), 0)
+        return seq
+    finally:
+        os.close(fd)  # also releases the lock

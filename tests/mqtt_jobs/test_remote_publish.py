@@ -1,0 +1,143 @@
+"""`orchestrate publish` on a host without the registry: MQTT only, over a real Mosquitto.
+
+The control host has the registry and an ingest bridge; the "remote host" is
+another state dir with no ``state.db``, where the agent knows only its job id,
+its token and the broker (env), as SPEC §4 says a remote agent does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from registry.jobs import Registry
+from registry.remote_seq import SEQ_DIR
+from tests.mosquitto_fixture import RunningBroker
+from tests.mqtt_jobs.test_ingest import remote_job
+from tests.polling import poll_until
+
+
+@pytest.fixture
+def remote_host(tmp_path: Path, broker: RunningBroker) -> tuple[Path, dict[str, str]]:
+    """An agent's host: its own (empty) state dir and the broker in MQTT_* env."""
+    home = tmp_path / "remote-host"
+    return home, {"MQTT_BROKER": "127.0.0.1", "MQTT_PORT": str(broker.port)}
+
+
+def publish_remotely(cli: Any, remote: tuple[Path, dict[str, str]], *args: str, **env: str) -> Any:
+    home, mqtt_env = remote
+    return cli("--state-dir", str(home), "publish", *args, env={**mqtt_env, **env})
+
+
+def seq_file(remote: tuple[Path, dict[str, str]], job_id: str) -> Path:
+    return remote[0] / SEQ_DIR / f"{job_id}.seq"
+
+
+def test_a_remote_agent_publishes_and_the_control_host_records_it(
+    broker, cli, spawn, state_dir, remote_host
+) -> None:  # type: ignore[no-untyped-def]
+    """started, progress, completed from the remote host reach a subscriber (exit 0)
+    and, through `orchestrate ingest`, the job's record and `job logs`."""
+    job_id, token = remote_job(state_dir, broker)
+    bridge = spawn("ingest", env=remote_host[1])
+    bridge.wait_stderr("ingesting")
+    subscriber = spawn("subscribe", "--job", job_id, "--timeout", "30")
+    subscriber.wait_stderr("following")
+    for event in ("started", "progress", "completed"):
+        result = publish_remotely(
+            cli, remote_host, "--job", job_id, "--event", event, "--detail", f"{event} here",
+            ORCHESTRATE_JOB_TOKEN=token,
+        )  # fmt: skip
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert json.loads(result.stdout)["data"]["hmac_sig"]
+    assert subscriber.wait() == 0, subscriber.stderr
+    assert [(json.loads(line)["seq"], json.loads(line)["event"]) for line in subscriber.stdout] == [
+        (1, "started"), (2, "progress"), (3, "completed"),
+    ]  # fmt: skip
+    assert poll_until(lambda: Registry.open(state_dir).get(job_id).status == "completed", 15)
+    logs = [json.loads(line) for line in cli("job", "logs", job_id, "--json").stdout.splitlines()]
+    assert [e["event"]["detail"] for e in logs if e["kind"] == "received"] == [
+        "started here", "progress here", "completed here",
+    ]  # fmt: skip
+    assert not (remote_host[0] / "state.db").exists(), "the remote host must not grow a registry"
+    assert int(seq_file(remote_host, job_id).read_text()) == 3
+
+
+def test_remote_seqs_keep_counting_across_runs_and_a_topic_prefix(
+    broker, cli, collect, remote_host
+) -> None:  # type: ignore[no-untyped-def]
+    """Each run takes the next seq; --topic-prefix (or its env var) picks the topic;
+    an unsigned event is sent with a warning line."""
+    from bus.mqtt import MqttSubscriber
+
+    with MqttSubscriber(broker.config(), ["team/x/events"]) as sub:
+        assert sub.wait_connected(10)
+        first = publish_remotely(
+            cli, remote_host, "--job", "abcdef12", "--event", "started",
+            "--topic-prefix", "team/x",
+        )  # fmt: skip
+        second = publish_remotely(
+            cli, remote_host, "--job", "abcdef12", "--event", "progress",
+            ORCHESTRATE_TOPIC_PREFIX="team/x",
+        )  # fmt: skip
+        got = collect(sub, 2)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert "ORCHESTRATE_JOB_TOKEN is not set" in first.stderr
+    assert [json.loads(m.payload)["seq"] for m in got] == [1, 2]
+
+
+def test_bad_remote_input_is_one_line_and_takes_no_seq(cli, remote_host) -> None:  # type: ignore[no-untyped-def]
+    """No broker, a bad event, a bad job id, --raw without a registry, a damaged seq
+    file: one line, non-zero, and the seq counter is left as it was."""
+    home = remote_host[0]
+    cases = [
+        (("--event", "started"), {"MQTT_BROKER": ""}, "no MQTT_BROKER set"),
+        (("--event", "finished"), {}, "unknown event 'finished'"),
+        (("--event", "progress", "--detail", "see /home/alice"), {}, "absolute path"),
+        (("--event", "progress", "--topic-prefix", "a/#"), {}, "wildcard"),
+        (("--event", "progress", "--raw", "-"), {}, "there is none in"),
+    ]
+    for args, env, text in cases:
+        result = publish_remotely(cli, remote_host, "--job", "abcdef12", *args, **env)
+        assert result.returncode != 0 and result.stderr.count("\n") == 1, result.stderr
+        assert text in result.stderr, result.stderr
+        assert not seq_file(remote_host, "abcdef12").exists()
+    bad_id = publish_remotely(cli, remote_host, "--job", "../etc00", "--event", "started")
+    assert bad_id.returncode == 1 and "8 lowercase hex digits" in bad_id.stderr
+    assert not (home / SEQ_DIR).exists() or not any((home / SEQ_DIR).iterdir())
+
+    seq_file(remote_host, "abcdef12").parent.mkdir(parents=True, exist_ok=True)
+    seq_file(remote_host, "abcdef12").write_text("garbage\n")
+    damaged = publish_remotely(cli, remote_host, "--job", "abcdef12", "--event", "started")
+    assert damaged.returncode == 1 and damaged.stderr.count("\n") == 1
+    assert "is damaged" in damaged.stderr
+    assert seq_file(remote_host, "abcdef12").read_text() == "garbage\n"
+
+
+def test_broker_down_exits_1_and_the_next_event_takes_the_next_seq(
+    cli, remote_host, broker
+) -> None:  # type: ignore[no-untyped-def]
+    """An event that could not be sent keeps its seq taken (a gap receivers count),
+    so a different event is never sent under a seq already seen."""
+    broker.terminate()
+    result = publish_remotely(
+        cli, remote_host, "--job", "abcdef12", "--event", "started", "--attempts", "1",
+        ORCHESTRATE_JOB_TOKEN="t" * 43,
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "was not sent over MQTT (the next event takes seq 2)" in result.stderr
+    assert int(seq_file(remote_host, "abcdef12").read_text()) == 1
+
+
+def test_a_local_job_refuses_a_topic_prefix(cli, state_dir) -> None:  # type: ignore[no-untyped-def]
+    """On the registry's host the job record owns its topic: --topic-prefix is refused,
+    and the job is untouched."""
+    job_id = Registry.open(state_dir).register("x", "demo", "tmux:demo").job_id
+    result = cli("publish", "--job", job_id, "--event", "started", "--topic-prefix", "a/b")
+    assert result.returncode == 2 and "--topic-prefix is for --remote" in result.stderr
+    assert Registry.open(state_dir).get(job_id).last_seq == 0
+    assert os.environ.get("ORCHESTRATE_TOPIC_PREFIX") is None
