@@ -6,6 +6,7 @@ an agent never pays for Textual, libtmux or Spark imports.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import os
@@ -33,6 +34,10 @@ LAZY_COMMANDS: dict[str, str] = {
     "demo": "app.commands.demo:demo",
     "reconcile": "app.commands.reconcile:reconcile",
 }
+
+# Commands that run for a moment and exit: they keep the garbage collector off
+# as `app.entry` started them (short-lived, nothing cyclic worth collecting).
+ONE_SHOT_COMMANDS = frozenset({"publish"})
 
 
 class LazyGroup(click.Group):
@@ -66,6 +71,8 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
     """orchestrate: a control room for coding agents running in tmux."""
+    if ctx.invoked_subcommand not in ONE_SHOT_COMMANDS:
+        gc.enable()
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         stream=sys.stderr,
@@ -94,6 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("orchestrate: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line, like every other error; click's default adds the usage block.
+        where = exc.ctx.command_path if exc.ctx is not None else "orchestrate"
+        click.echo(f"{where}: {exc.format_message().rstrip('.')} (see '{where} --help')", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
