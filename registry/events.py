@@ -52,41 +52,47 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _UNIX_ROOTS = (
     "home|Users|root|etc|var|tmp|opt|usr|srv|mnt|media|private|Volumes|proc|sys|dev|workspace|nix"
 )
-_PATH_PATTERNS: Final = (
+# The detail patterns are kept as strings: ``re`` compiles each on first use
+# and caches it, and a pattern whose keyword is absent is never compiled, so
+# a one-shot `orchestrate publish` does not pay to compile all of them.
+_PATH_PATTERNS: Final = (  # each one holds a slash or a backslash
     # /home/alice, /etc/passwd, /Users/bob: a well-known root, even alone.
-    re.compile(rf"(?<![\w.~/\\-])/(?:{_UNIX_ROOTS})(?![\w.-])"),
+    rf"(?<![\w.~/\\-])/(?:{_UNIX_ROOTS})(?![\w.-])",
     # any other /a/b: two or more absolute components.
-    re.compile(r"(?<![\w.~/\\:-])/[\w.-]+/[\w.-]+"),
+    r"(?<![\w.~/\\:-])/[\w.-]+/[\w.-]+",
     # ~/projects, ~alice/x: home-relative, absolute once expanded.
-    re.compile(r"(?<![\w.~/-])~[\w.-]*/"),
+    r"(?<![\w.~/-])~[\w.-]*/",
     # C:\Users, d:/work
-    re.compile(r"(?<![\w])[A-Za-z]:[\\/]"),
+    r"(?<![\w])[A-Za-z]:[\\/]",
     # \\server\share
-    re.compile(r"\\\\[\w.-]+\\"),
+    r"\\\\[\w.-]+\\",
 )
 
+# (label, keywords, pattern): every match holds one of the keywords (compared
+# with the text lowercased), so a text without any of them skips the pattern.
 _SECRET_PATTERNS: Final = (
-    ("API key", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")),
-    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("JSON web token", re.compile(r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}")),
-    ("bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
+    ("API key", ("sk-",), r"\bsk-[A-Za-z0-9_-]{16,}"),
+    ("GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    ("GitHub token", ("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    ("AWS access key", ("akia", "asia"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("Slack token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("private key", ("-----begin",), r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    ("JSON web token", ("eyj",), r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"),
+    ("bearer token", ("bearer",), r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}"),
     (
         "credential assignment",
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|auth[_-]?token|"
-            r"access[_-]?key|client[_-]?secret)\s*[=:]\s*\S+"
-        ),
+        ("=", ":"),
+        r"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|auth[_-]?token|"
+        r"access[_-]?key|client[_-]?secret)\s*[=:]\s*\S+",
     ),
-    ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@")),
-    # 48+ hex digits: longer than a git SHA-1 (40), as long as token_hex(24+).
-    ("long hex string", re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{48,}(?![0-9A-Fa-f])")),
+    ("credentials in a URL", ("://",), r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
 )
-_BASE64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
-_LOWER_RUN: Final = re.compile(r"[a-z]+")
+# Long random-looking runs: only a text of at least _MIN_RUN characters can hold one.
+_MIN_RUN: Final = 32
+# 48+ hex digits: longer than a git SHA-1 (40), as long as token_hex(24+).
+_LONG_HEX: Final = r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{48,}(?![0-9A-Fa-f])"
+_BASE64_RUN: Final = r"[A-Za-z0-9+/_-]{32,}={0,2}"
+_LOWER_RUN: Final = r"[a-z]+"
 
 
 @dataclass(frozen=True)
@@ -271,20 +277,15 @@ def unsafe_detail_reason(text: str) -> str | None:
     control = _CONTROL.search(text)
     if control:
         return f"detail contains a control character at position {control.start()}"
-    for pattern in _PATH_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return f"detail contains an absolute path at position {match.start()}"
-    for label, pattern in _SECRET_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return f"detail contains what looks like a secret ({label}) at position {match.start()}"
-    for match in _BASE64_RUN.finditer(text):
-        if _looks_random(match.group()):
-            return (
-                "detail contains what looks like a secret (long random string) "
-                f"at position {match.start()}"
-            )
+    if "/" in text or "\\" in text:
+        for pattern in _PATH_PATTERNS:
+            match = re.search(pattern, text)
+            if match:
+                return f"detail contains an absolute path at position {match.start()}"
+    secret = _find_secret(text)
+    if secret is not None:
+        label, start = secret
+        return f"detail contains what looks like a secret ({label}) at position {start}"
     return None
 
 
@@ -300,9 +301,12 @@ def scrub_detail(text: str) -> str:
     """``text`` with paths and secret-looking strings replaced by placeholders,
     control characters dropped and the length capped: always passes check_detail."""
     text = _CONTROL.sub("", text.encode("utf-8", "replace").decode("utf-8"))
-    for label, pattern in _SECRET_PATTERNS:
-        text = pattern.sub(f"<{label.replace(' ', '-')}>", text)
-    text = _BASE64_RUN.sub(lambda m: "<redacted>" if _looks_random(m.group()) else m.group(), text)
+    for label, _, pattern in _SECRET_PATTERNS:
+        text = re.sub(pattern, f"<{label.replace(' ', '-')}>", text)
+    text = re.sub(_LONG_HEX, "<long-hex-string>", text)
+    text = re.sub(
+        _BASE64_RUN, lambda m: "<redacted>" if _looks_random(m.group()) else m.group(), text
+    )
     text = _scrub_paths(text)
     if len(text) > MAX_DETAIL_CHARS:
         text = text[: MAX_DETAIL_CHARS - 1] + "…"
@@ -313,10 +317,28 @@ def scrub_detail(text: str) -> str:
 # -- helpers -----------------------------------------------------------------
 
 
+def _find_secret(text: str) -> tuple[str, int] | None:
+    """(label, position) of the first secret-looking thing in ``text``, if any."""
+    lowered = text.lower()
+    for label, keywords, pattern in _SECRET_PATTERNS:
+        if any(keyword in lowered for keyword in keywords):
+            match = re.search(pattern, text)
+            if match:
+                return label, match.start()
+    if len(text) >= _MIN_RUN:
+        match = re.search(_LONG_HEX, text)
+        if match:
+            return "long hex string", match.start()
+        for match in re.finditer(_BASE64_RUN, text):
+            if _looks_random(match.group()):
+                return "long random string", match.start()
+    return None
+
+
 def _scrub_paths(text: str) -> str:
     """Replace each whitespace-delimited word holding an absolute path by ``<path>``."""
     for _ in range(MAX_DETAIL_CHARS):
-        starts = [m.start() for p in _PATH_PATTERNS if (m := p.search(text))]
+        starts = [m.start() for p in _PATH_PATTERNS if (m := re.search(p, text))]
         if not starts:
             break
         start = end = min(starts)
@@ -437,7 +459,7 @@ def _looks_random(run: str) -> bool:
     )
     if not all(classes):
         return False
-    lower_runs = _LOWER_RUN.findall(core)
+    lower_runs = re.findall(_LOWER_RUN, core)
     if sum(map(len, lower_runs)) / len(lower_runs) >= 3.0:
         return False
     counts = Counter(core)
