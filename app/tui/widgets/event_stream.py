@@ -22,6 +22,7 @@ EVENT_COLOURS = {
 
 
 MAX_LINES_PER_UPDATE = 20  # more than the stream's height: the rest would scroll past unseen
+LINE_CACHE_SIZE = 100  # rendered lines kept (RichLog's default: 1,024)
 
 
 class EventStream(RichLog):
@@ -45,6 +46,11 @@ class EventStream(RichLog):
 
     def __init__(self, *, max_lines: int = 250, **kwargs: object) -> None:
         super().__init__(max_lines=max_lines, wrap=False, markup=False, **kwargs)  # type: ignore[arg-type]
+        # RichLog caches 1,024 rendered lines keyed by scroll position; while events
+        # flow every key is new, so the cache fills with stale lines (each a Strip
+        # with its own caches) that every full garbage collection walks. A few
+        # screenfuls are enough.
+        self._line_cache.maxsize = LINE_CACHE_SIZE
 
     def add_events(self, events: Sequence[EventRow]) -> None:
         """Append events as one write (one measure, one render, one scroll, where
