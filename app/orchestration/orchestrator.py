@@ -22,10 +22,11 @@ from app.orchestration import agents as agent_kinds
 from app.orchestration.errors import AgentNotStarted, NotWaitingForPermission
 from app.orchestration.reconcile import Reconciler, ReconcileReport, pane_gone_reason
 from app.settings import Settings
-from app.tmux.driver import JOB_OPTION, TmuxDriver
+from app.tmux.driver import TmuxDriver
 from app.tmux.errors import InvalidStopMode, TmuxError
 from app.tmux.liveness import looks_like_permission_prompt
 from app.tmux.names import session_name_for
+from app.tmux.panes import JOB_OPTION
 from registry import states
 from registry.errors import IllegalTransition, SessionNotFound
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label

@@ -6,7 +6,8 @@ number: a full build recomputes them from all facts, an incremental one
 recomputes the hours the new facts touch from every fact of the jobs seen in
 those hours, so a job that starts in one build and ends in the next is
 measured exactly as in a full rebuild. See ``registry.history.schema`` for
-what every aggregate means.
+what every aggregate means; the pyarrow scans and writes around the Spark
+work are in ``registry.history.arrow_io``.
 """
 
 from __future__ import annotations
@@ -19,26 +20,26 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
+from registry.history.arrow_io import (
+    affected_hours,
+    context_table,
+    jobs_in_hours,
+    write_tables,
+)
 from registry.history.errors import (
     HistoryBuildFailed,
     JavaNotFound,
     java_available,
 )
-from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA
 from registry.history.schema import (
-    AGG_COLUMNS,
     CONTROL_STARTED,
     CORRUPT_COLUMN,
     EVENT_KINDS,
@@ -49,7 +50,6 @@ from registry.history.schema import (
     JOB_STATUS,
     JOB_TYPES,
     KEPT_TYPES,
-    MARKER_COLUMNS,
     TERMINAL_KINDS,
     UNKNOWN_AGENT,
     HistoryPaths,
@@ -317,105 +317,24 @@ def _hourly(rows: DataFrame) -> DataFrame:
     )
 
 
-def _scan(files: list[Path], columns: list[str], **kwargs: Any) -> pa.Table:
-    """Columns of some facts files, read on the driver with pyarrow: the affected-hours
-    bookkeeping is a few column scans, far cheaper than a round of Spark jobs."""
-    if not files:
-        return pa.table({name: pa.array([], pa.string()) for name in columns})
-    return pq.ParquetDataset([str(f) for f in files], **kwargs).read(columns=columns)
-
-
-def _hour_micros(table: pa.Table) -> pa.Array:
-    """Each fact's hour (ts truncated, UTC) as epoch microseconds."""
-    return pc.floor_temporal(table["ts"], unit="hour").cast(pa.int64())
-
-
-def _hours_of(table: pa.Table) -> set[int]:
-    return set(pc.unique(_hour_micros(table)).to_pylist()) if table.num_rows else set()
-
-
-def _affected_hours(paths: HistoryPaths, new_dir: Path) -> list[int]:
-    """Hours (epoch micros) whose aggregates the new facts in ``new_dir`` can change:
-    the hours of the new facts, plus, for a job whose first registration is new,
-    the hours of its older facts (their agent changes). Window values depend only
-    on earlier rows, so no other old hour can move."""
-    new = _scan(sorted(new_dir.glob("date=*/*.parquet")), ["ts", "type", "job_id"])
-    hours = _hours_of(new)
-    registered = pc.unique(new.filter(pc.equal(new["type"], JOB_REGISTERED))["job_id"])
-    if len(registered):
-        old_files = sorted(paths.facts.glob("date=*/*.parquet"))
-        wanted = [("job_id", "in", registered.to_pylist())]
-        old = _scan(old_files, ["ts", "job_id"], filters=wanted)
-        hours |= _hours_of(old)
-    return sorted(hours)
-
-
-def _jobs_in_hours(paths: HistoryPaths, hours_us: list[int]) -> list[str]:
-    """The jobs with any fact in ``hours_us`` (reading only those dates' files)."""
-    dates = {datetime.fromtimestamp(us / 1e6, tz=UTC).date().isoformat() for us in hours_us}
-    files = [f for d in sorted(dates) for f in sorted(paths.facts.glob(f"date={d}/*.parquet"))]
-    facts = _scan(files, ["ts", "job_id"])
-    if not facts.num_rows:
-        return []
-    in_hours = pc.is_in(_hour_micros(facts), value_set=pa.array(hours_us, pa.int64()))
-    jobs = facts.filter(in_hours)["job_id"].drop_null()
-    return sorted(str(job) for job in pc.unique(jobs).to_pylist())
-
-
 def _context(
     spark: SparkSession, paths: HistoryPaths, hours_us: list[int], jobs: list[str]
 ) -> DataFrame:
-    """All facts needed to recompute ``hours_us`` exactly: every fact of the jobs seen
-    in those hours (for agents, waits and run durations) and the restarts in them.
+    """All facts needed to recompute ``hours_us`` exactly, as a Spark local relation.
 
-    They are a few thousand rows picked with pyarrow (a filtered column scan on the
-    driver) and handed to Spark as a local relation: a Spark scan of the whole facts
-    directory (listing, a task per file) cost more than the aggregation itself.
+    They are a few thousand rows picked with pyarrow (``arrow_io.context_table``):
+    a Spark scan of the whole facts directory (listing, a task per file) cost more
+    than the aggregation itself.
     """
-    columns = [c for c in FACT_COLUMNS if c != "date"]
-    files = sorted(paths.facts.glob("date=*/*.parquet"))
-    of_jobs = _scan(files, columns, filters=[("job_id", "in", jobs)]) if jobs else None
-    dates = {datetime.fromtimestamp(us / 1e6, tz=UTC).date().isoformat() for us in hours_us}
-    in_dates = [f for f in files if f.parent.name.removeprefix("date=") in dates]
-    restarts = _scan(in_dates, columns, filters=[("type", "=", CONTROL_STARTED)])
-    if restarts.num_rows:
-        hours = pa.array(hours_us, pa.int64())
-        restarts = restarts.filter(pc.is_in(_hour_micros(restarts), value_set=hours))
-    parts = [t for t in (of_jobs, restarts) if t is not None and t.num_rows]
-    if not parts:
+    table = context_table(paths, hours_us, jobs)
+    if table is None:
         return spark.createDataFrame([], CONTEXT_DDL)
-    # One chunk: PySpark 4.3's createDataFrame(pa.Table) silently drops every row
-    # after an empty chunk, and each facts file that matched nothing is one.
-    table = pa.concat_tables([p.cast(parts[0].schema) for p in parts]).combine_chunks()
     return spark.createDataFrame(table, CONTEXT_DDL)
 
 
 def _write_tables(hourly: DataFrame, paths: HistoryPaths, hours_us: list[int] | None) -> int:
-    """Collect the (small) result once; write aggregates and markers with pyarrow,
-    each as one file replaced atomically, so a reader never sees half a build.
-    With ``hours_us``, only those hours are replaced in the existing files."""
-    table = hourly.toArrow()
-    is_marker = pc.is_null(table["agent"])
-    agg = table.filter(pc.invert(is_marker)).select(list(AGG_COLUMNS)).cast(AGG_SCHEMA)
-    markers = table.filter(is_marker).select(list(MARKER_COLUMNS)).cast(MARKER_SCHEMA)
-    outputs = [(agg, paths.aggregates, AGG_SCHEMA), (markers, paths.markers, MARKER_SCHEMA)]
-    written = []
-    for result, target, schema in outputs:
-        if hours_us is not None:
-            hours = pa.array(hours_us, type=pa.int64()).cast(schema.field("hour").type)
-            kept = pq.read_table(target) if target.exists() else schema.empty_table()
-            kept = kept.filter(pc.invert(pc.is_in(kept["hour"], value_set=hours)))
-            fresh = result.filter(pc.is_in(result["hour"], value_set=hours))
-            result = pa.concat_tables([kept.cast(schema), fresh])
-        keys = [("hour", "ascending"), ("agent", "ascending")][
-            : 2 if target == paths.aggregates else 1
-        ]
-        result = result.sort_by(keys)
-        tmp = target.with_name(target.name + ".tmp")
-        pq.write_table(result, tmp)
-        os.replace(tmp, target)
-        written.append(result.num_rows)
-    return int(written[0])
+    """Collect the (small) result once and write it with pyarrow (``arrow_io``)."""
+    return write_tables(hourly.toArrow(), paths, hours_us)
 
 
 def _metric(observation: Observation, name: str) -> int:
@@ -489,7 +408,7 @@ def _run(
             state.max_ts_ms = max(state.max_ts_ms, _metric(kept_obs, "max_ts_ms"))
         progress(f"read {lines} line(s): {new_facts} new fact(s), {malformed} malformed skipped")
         if new_facts and not plan.full:
-            hours_us = _affected_hours(paths, new_dir)
+            hours_us = affected_hours(paths, new_dir)
             write_journal(paths, state.build_id)
             move_facts(new_dir, paths.facts)
     else:
@@ -507,7 +426,7 @@ def _run(
         progress("aggregating per hour and agent")
         agg_rows = _write_tables(aggregate(facts_all()), paths, None)
     elif hours_us:
-        jobs = _jobs_in_hours(paths, hours_us)
+        jobs = jobs_in_hours(paths, hours_us)
         if len(jobs) > MAX_CONTEXT_JOBS:  # a big catch-up: one full pass is cheaper
             progress(f"aggregating per hour and agent ({len(hours_us)} hour(s) touched)")
             agg_rows = _write_tables(aggregate(facts_all()), paths, None)
