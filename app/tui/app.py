@@ -102,7 +102,9 @@ class ControlRoomApp(App[None]):
         return self.main
 
     def on_mount(self) -> None:
-        self._poll()  # the main screen is composed: an early delta has widgets to fill
+        # The first poll reads a screenful of jobs and events: started after the
+        # first frame, so its Python work does not contend with that frame for the GIL.
+        self.call_after_refresh(self._poll)
         self.set_interval(self.age_refresh_s, lambda: self.main.refresh_ages(self.clock()))
         self._start()
         self._bridge()
