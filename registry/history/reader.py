@@ -3,8 +3,10 @@ History screen use, so neither ever waits on a JVM."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from itertools import starmap
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +97,12 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Rows of one parquet file; any unreadable or foreign file is CorruptHistory."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _read(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    """Rows of one parquet file as tuples in ``columns`` order (the hour first);
+    any unreadable or foreign file is CorruptHistory."""
     try:
         table = pq.read_table(path)
     except FileNotFoundError:
@@ -107,8 +113,29 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     missing = [name for name in columns if name not in table.column_names]
     if missing:
         raise CorruptHistory(f"{path} lacks column(s) {', '.join(missing)}: run a --full build")
-    rows: list[dict[str, Any]] = table.select(list(columns)).to_pylist()
-    return rows
+    table = table.select(list(columns))
+    try:
+        hours = table.column(0).cast(UTC_US)
+    except (pa.ArrowException, TypeError) as exc:
+        raise CorruptHistory(f"{path}: its hour column is not a timestamp ({exc})") from exc
+    if hours.null_count:
+        raise CorruptHistory(f"{path} has rows without an hour: run a --full build")
+    return _rows(table.set_column(0, columns[0], hours))
+
+
+def _rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
+    """The rows, converted column by column, each distinct hour once.
+
+    pyarrow's own per-row conversion (``to_pylist``) spent ~10 of the ~27 ms a
+    30-day history took to load on turning tz-aware timestamps into datetimes;
+    there are five times fewer distinct hours than rows (one per agent)."""
+    seen: dict[int, datetime] = {}
+    hours = [
+        seen[us] if us in seen else seen.setdefault(us, _EPOCH + timedelta(microseconds=us))
+        for us in table.column(0).cast(pa.int64()).to_pylist()
+    ]
+    rest = [table.column(i).to_pylist() for i in range(1, table.num_columns)]
+    return zip(hours, *rest, strict=True)
 
 
 def load_history(state_dir: Path) -> HistorySnapshot:
@@ -124,7 +151,7 @@ def load_history(state_dir: Path) -> HistorySnapshot:
     try:
         marker_rows = _read(paths.markers, MARKER_COLUMNS)
     except FileNotFoundError:
-        marker_rows = []
+        marker_rows = iter(())
     state = load_state(paths)
     built_at = (
         datetime.fromtimestamp(state.built_at_ms / 1000, tz=UTC)
@@ -132,8 +159,8 @@ def load_history(state_dir: Path) -> HistorySnapshot:
         else None
     )
     return HistorySnapshot(
-        rows=tuple(HourlyAggregate(**row) for row in agg_rows),
-        restarts=tuple(RestartMarker(**row) for row in marker_rows),
+        rows=tuple(starmap(HourlyAggregate, agg_rows)),
+        restarts=tuple(starmap(RestartMarker, marker_rows)),
         built_at=built_at,
         facts_rows=state.facts_rows if state else 0,
         malformed_total=state.malformed_total if state else 0,
