@@ -378,8 +378,8 @@ class ControlRoomApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 1:
-            self.pop_screen()
+            await self.pop_screen()
         else:
             self.main.back()

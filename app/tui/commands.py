@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
@@ -74,7 +74,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("quit", "q", "quit", "Quit", "Leave the control room"),
 )
 
-BINDINGS: list[Binding] = [command.binding for command in COMMANDS]
+BINDINGS: list[BindingType] = [command.binding for command in COMMANDS]
 
 
 def command_named(name: str) -> Command | None:

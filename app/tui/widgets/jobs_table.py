@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from datetime import datetime
+from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -26,6 +28,12 @@ COLUMNS = (
     ("missing", "missing"),
 )
 RENDER_CACHE_ROWS = 200  # rows' renders kept: a few screenfuls (see _size_render_caches)
+
+
+def _discard(cache: LRUCache[Any, Any], index: int, wanted: Container[object]) -> None:
+    """Drop the entries of ``cache`` whose key holds a wanted value at ``index``."""
+    for key in [key for key in cache.keys() if key[index] in wanted]:  # noqa: SIM118 - LRUCache has no __iter__
+        cache.discard(key)
 
 
 def format_age(seconds: float) -> str:
@@ -171,14 +179,9 @@ class JobsTable(DataTable[object]):
     def _forget_renders(self, rows: set[RowKey]) -> None:
         """Drop the cached renders of `rows` and repaint just those rows."""
         indexes = {self._row_locations.get(row_key) for row_key in rows}
-        for cache, index in (
-            (self._cell_render_cache, 0),  # (row_key, column_key, ...)
-            (self._row_render_cache, 0),  # (row_key, line_no, ...)
-            (self._row_renderable_cache, 1),  # (update_count, row_index)
-        ):
-            wanted = rows if index == 0 else indexes
-            for key in [key for key in cache.keys() if key[index] in wanted]:  # noqa: SIM118 - LRUCache has no __iter__
-                cache.discard(key)
+        _discard(self._cell_render_cache, 0, rows)  # (row_key, column_key, ...)
+        _discard(self._row_render_cache, 0, rows)  # (row_key, line_no, ...)
+        _discard(self._row_renderable_cache, 1, indexes)  # (update_count, row_index)
         self._line_cache.clear()  # keyed by y; rebuilt from the row cache
         # Every row is one line high, so row i is line i below the header: no
         # O(rows) `refresh_row`, and rows scrolled out of view cost nothing.
