@@ -10,7 +10,6 @@ records only; driving tmux is the app's job.
 from __future__ import annotations
 
 import builtins
-import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -22,18 +21,6 @@ from registry.errors import InvalidJobInput, SessionNotFound
 from registry.records import check_label, iso_from_ms, iso_ms_from_ms
 
 REGISTRY_AGENT = "registry"
-_TMUX_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def tmux_session_name(label: str) -> str:
-    """A fallback tmux session name for ``label`` when the caller gives none: tmux
-    forbids ``:`` and ``.`` in names, so ``tmux:claude-a`` becomes ``orch-tmux-claude-a``.
-
-    The app always passes ``tmux_session=`` with the name its tmux driver really
-    uses (``app.tmux.names.session_name_for``, reversible); the registry cannot
-    import the app, so this stays only for registry-only callers and tests.
-    """
-    return "orch-" + (_TMUX_UNSAFE.sub("-", label).strip("-") or "session")
 
 
 @dataclass(frozen=True)
@@ -92,17 +79,18 @@ class SessionStore:
         label: str,
         agent: str,
         *,
+        tmux_session: str,
         agent_cmd: str = "",
-        tmux_session: str | None = None,
         workdir: str | None = None,
         tmux_socket: str | None = None,
         reason: str = "created",
     ) -> Session:
         """Record a new running session; a terminated one with the same label is
-        replaced (its history kept), a live one is refused."""
+        replaced (its history kept), a live one is refused. ``tmux_session`` is the
+        name the tmux driver really uses: the registry does not choose tmux names."""
         check_label("session label", label)
         check_label("agent", agent)
-        name = tmux_session or tmux_session_name(label)
+        name = check_label("tmux session", tmux_session)
         try:
             with self.db.transaction() as conn:
                 at_ms = now_ms()

@@ -9,7 +9,7 @@ import pytest
 from bus.db import BusDB
 from bus.messages import Bus
 from registry.errors import IllegalTransition, InvalidJobInput, SessionNotFound, UnknownStatus
-from registry.sessions import SessionStore, tmux_session_name
+from registry.sessions import SessionStore
 
 
 @pytest.fixture
@@ -18,25 +18,35 @@ def sessions(tmp_path: Path) -> SessionStore:
 
 
 def test_create_and_read(sessions: SessionStore) -> None:
-    created = sessions.create("tmux:claude-a", "claude-code", agent_cmd="claude", workdir="w")
-    assert created.state == "running" and created.tmux_session == "orch-tmux-claude-a"
+    created = sessions.create(
+        "tmux:claude-a",
+        "claude-code",
+        tmux_session="tmux%3Aclaude-a",
+        agent_cmd="claude",
+        workdir="w",
+    )
+    assert created.state == "running" and created.tmux_session == "tmux%3Aclaude-a"
     assert sessions.get("tmux:claude-a") == created
     assert [s.label for s in sessions.list()] == ["tmux:claude-a"]
     assert created.to_dict()["agent_cmd"] == "claude"
     with pytest.raises(InvalidJobInput, match="already exists"):
-        sessions.create("tmux:claude-a", "claude-code")
+        sessions.create("tmux:claude-a", "claude-code", tmux_session="tmux:claude-a")
     with pytest.raises(SessionNotFound):
         sessions.get("tmux:nobody")
 
 
-def test_tmux_names_are_safe() -> None:
-    assert tmux_session_name("tmux:claude.b") == "orch-tmux-claude-b"
-    assert tmux_session_name("::") == "orch-session"
+def test_the_tmux_name_is_the_callers_and_must_be_a_word(sessions: SessionStore) -> None:
+    """The registry records the name the tmux driver uses; it never makes one up."""
+    assert sessions.create("b", "codex", tmux_session="b%3A1").tmux_session == "b%3A1"
+    for bad in ("", "two words"):
+        with pytest.raises(InvalidJobInput, match="tmux session"):
+            sessions.create("c", "codex", tmux_session=bad)
+    assert [s.label for s in sessions.list()] == ["b"]
 
 
 def test_stop_modes_and_resume(sessions: SessionStore) -> None:
     """graceful -> stopped, soft -> archived, hard -> terminated (final)."""
-    sessions.create("a", "codex")
+    sessions.create("a", "codex", tmux_session="a")
     assert sessions.stop("a", "graceful").state == "stopped"
     assert sessions.resume("a").state == "running"
     assert sessions.stop("a", "soft").state == "archived"
@@ -57,9 +67,9 @@ def test_stop_modes_and_resume(sessions: SessionStore) -> None:
 
 
 def test_terminated_label_can_be_created_again(sessions: SessionStore) -> None:
-    sessions.create("a", "codex")
+    sessions.create("a", "codex", tmux_session="a")
     sessions.stop("a", "hard")
-    again = sessions.create("a", "claude-code")
+    again = sessions.create("a", "claude-code", tmux_session="a")
     assert (again.state, again.agent) == ("running", "claude-code")
     assert [c.to_state for c in sessions.history("a")] == ["running", "terminated", "running"]
 
@@ -80,5 +90,5 @@ def test_a_registry_v1_database_migrates_to_v2_keeping_its_sessions(tmp_path: Pa
     assert store.registry_schema_version(sessions.db.conn) == store.REGISTRY_SCHEMA_VERSION == 2
     old = sessions.get("old")
     assert (old.state, old.tmux_socket) == ("running", None)
-    made = sessions.create("new", "demo", tmux_socket="orch-a")
+    made = sessions.create("new", "demo", tmux_session="new", tmux_socket="orch-a")
     assert made.tmux_socket == "orch-a" and made.to_dict()["tmux_socket"] == "orch-a"

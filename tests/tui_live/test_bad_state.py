@@ -84,7 +84,7 @@ async def test_tmux_missing_is_a_notice(
     registry: Registry, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """No tmux on PATH: sessions still listed (tmux gone), one notice says why."""
-    SessionStore(registry.bus).create("alpha", "claude")
+    SessionStore(registry.bus).create("alpha", "claude", tmux_session="alpha")
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
