@@ -141,3 +141,30 @@ def test_a_local_job_refuses_a_topic_prefix(cli, state_dir) -> None:  # type: ig
     assert result.returncode == 2 and "--topic-prefix is for --remote" in result.stderr
     assert Registry.open(state_dir).get(job_id).last_seq == 0
     assert os.environ.get("ORCHESTRATE_TOPIC_PREFIX") is None
+
+
+def test_the_remote_path_stays_light(remote_host) -> None:  # type: ignore[no-untyped-def]
+    """An agent-host publish imports neither the registry's database code nor sqlite3
+    (nor Textual or Spark): it is the per-event hot path."""
+    import subprocess
+    import sys
+
+    home, mqtt_env = remote_host
+    code = (
+        "import sys\n"
+        "sys.argv = ['orchestrate', '--state-dir', sys.argv[1], 'publish', '--job', 'abcdef12',"
+        " '--event', 'started']\n"
+        "from app.entry import main\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "heavy = ['registry.jobs', 'sqlite3', 'textual', 'pyspark', 'libtmux']\n"
+        "print([name for name in heavy if name in sys.modules], file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(home)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **mqtt_env},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "[]"
