@@ -180,6 +180,13 @@ def build_event(
     )
 
 
+def check_job_id(value: object) -> str:
+    """``value`` if it is a job id (8 lowercase hex digits), else InvalidEvent."""
+    if not isinstance(value, str) or not _JOB_ID.fullmatch(value):
+        raise InvalidEvent(f"job_id must be 8 lowercase hex digits, got {_one_line(repr(value))}")
+    return value
+
+
 def parse_event(raw: bytes | str) -> Event:
     """Parse one wire event. For ANY input this either returns a valid Event or
     raises InvalidEvent with a one-line reason; nothing else escapes."""
@@ -238,9 +245,7 @@ def event_from_dict(obj: object) -> Event:
         raise InvalidEvent(f"seq must be an integer, not {_json_type(seq)}")
     if not 1 <= seq <= MAX_SEQ:
         raise InvalidEvent(f"seq must be between 1 and {MAX_SEQ}, got {_one_line(repr(seq))}")
-    job_id = obj["job_id"]
-    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
-        raise InvalidEvent(f"job_id must be 8 lowercase hex digits, got {_one_line(repr(job_id))}")
+    job_id = check_job_id(obj["job_id"])
     name = obj["event"]
     if name not in EVENT_TYPES:
         raise InvalidEvent(

@@ -14,7 +14,8 @@ import fcntl
 import os
 from pathlib import Path
 
-from registry.errors import InvalidEvent, RegistryError
+from registry.errors import RegistryError
+from registry.events import check_job_id
 
 SEQ_DIR = "remote-seq"
 _WIDTH = 20  # digits: any seq the wire allows fits
@@ -22,9 +23,7 @@ _WIDTH = 20  # digits: any seq the wire allows fits
 
 def seq_path(state_dir: Path, job_id: str) -> Path:
     """Where the counter of ``job_id`` lives (the id is checked: it names a file)."""
-    if len(job_id) != 8 or any(c not in "0123456789abcdef" for c in job_id):
-        raise InvalidEvent(f"job_id must be 8 lowercase hex digits, got {job_id!r}")
-    return state_dir / SEQ_DIR / f"{job_id}.seq"
+    return state_dir / SEQ_DIR / f"{check_job_id(job_id)}.seq"
 
 
 def next_seq(state_dir: Path, job_id: str) -> int:
