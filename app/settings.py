@@ -36,6 +36,16 @@ def find_state_dir(
     return cwd / STATE_DIR_NAME
 
 
+def find_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where orchestrate keeps what it can rebuild at will (the JVM class archive):
+    ORCHESTRATE_CACHE_DIR, else $XDG_CACHE_HOME/orchestrate, else ~/.cache/orchestrate."""
+    env = os.environ if env is None else env
+    if env.get("ORCHESTRATE_CACHE_DIR"):
+        return Path(env["ORCHESTRATE_CACHE_DIR"]).expanduser().resolve()
+    base = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(base).expanduser().resolve() / "orchestrate"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a command needs to know about its environment."""

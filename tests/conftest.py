@@ -17,6 +17,20 @@ from tests.polling import poll_until
 pytest_plugins = ["tests.mosquitto_fixture"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The test run's own ORCHESTRATE_CACHE_DIR (the JVM class archive lives there),
+    so no test writes to the user's ~/.cache."""
+    directory = tmp_path_factory.mktemp("cache")
+    saved = os.environ.get("ORCHESTRATE_CACHE_DIR")
+    os.environ["ORCHESTRATE_CACHE_DIR"] = str(directory)
+    yield directory
+    if saved is None:
+        os.environ.pop("ORCHESTRATE_CACHE_DIR", None)
+    else:
+        os.environ["ORCHESTRATE_CACHE_DIR"] = saved
+
+
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh state directory, also exported as ORCHESTRATE_HOME for subprocesses."""

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from app.settings import Settings
+from app.settings import Settings, find_cache_dir
 from registry.history.errors import JavaNotFound, java_available
 from registry.history.schema import HistoryPaths
 
@@ -42,28 +42,46 @@ def history() -> None:
     "default <state-dir>/export/bus.jsonl.",
 )
 @click.option("--driver-memory", default="2g", show_default=True, help="spark.driver.memory")
+@click.option(
+    "--class-archive/--no-class-archive",
+    default=True,
+    show_default=True,
+    help="Start the JVM from a class-data-sharing archive (~190 MB, recorded by the "
+    "first build) in ORCHESTRATE_CACHE_DIR or ~/.cache/orchestrate.",
+)
 @click.pass_obj
 def build(
-    settings: Settings, master: str, full: bool, input_uri: str | None, driver_memory: str
+    settings: Settings,
+    master: str,
+    full: bool,
+    input_uri: str | None,
+    driver_memory: str,
+    class_archive: bool,
 ) -> None:
     """Read the bus export, append facts parquet, recompute hourly aggregates."""
-    from registry.history.spark_job import create_session, run_build
-    from registry.history.watermark import resolve_input
+    from registry.history.jvm import plan_jvm
+    from registry.history.spark_job import create_session, run_build, stop_session
+    from registry.history.watermark import bytes_to_read, resolve_input
 
     if not java_available():
         raise JavaNotFound()
     paths = HistoryPaths(settings.state_dir)
     if input_uri is None and settings.db_path.exists():
         _export_bus(settings)  # the default input: bring it up to date first
-    resolve_input(input_uri, paths)  # a missing export fails before the JVM starts
+    spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM starts
+    jvm = plan_jvm(find_cache_dir() if class_archive else None, bytes_to_read(spec, paths, full))
     _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
-    spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log)
+    _progress(jvm.describe())
+    spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm)
     try:
         report = run_build(
             spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
         )
     finally:
-        spark.stop()
+        if jvm.recording is not None:
+            _progress("saving the JVM class archive (once)")
+        if stop_session(spark, jvm):
+            _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
         f"{kind} build: {report.new_facts} new fact(s) from {report.lines_read} line(s), "

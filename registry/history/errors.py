@@ -9,13 +9,20 @@ from pathlib import Path
 from registry.errors import RegistryError
 
 
-def java_available() -> bool:
-    """True when Spark's launcher (bin/spark-class) will find `java`: it uses
-    $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on PATH."""
+def java_binary() -> Path | None:
+    """The `java` Spark's launcher (bin/spark-class) will run: $JAVA_HOME/bin/java
+    when JAVA_HOME is set, else `java` on PATH; None when there is none."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
-        return Path(java_home, "bin", "java").is_file()
-    return shutil.which("java") is not None
+        java = Path(java_home, "bin", "java")
+        return java if java.is_file() else None
+    found = shutil.which("java")
+    return Path(found) if found else None
+
+
+def java_available() -> bool:
+    """True when Spark can start a JVM at all."""
+    return java_binary() is not None
 
 
 class HistoryError(RegistryError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -25,7 +26,7 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from registry.history.arrow_io import (
@@ -39,6 +40,7 @@ from registry.history.errors import (
     JavaNotFound,
     java_available,
 )
+from registry.history.jvm import JvmPlan, keep_recording
 from registry.history.schema import (
     CONTROL_STARTED,
     CORRUPT_COLUMN,
@@ -50,7 +52,6 @@ from registry.history.schema import (
     JOB_STATUS,
     JOB_TYPES,
     KEPT_TYPES,
-    TERMINAL_KINDS,
     UNKNOWN_AGENT,
     HistoryPaths,
 )
@@ -74,6 +75,8 @@ FACTS_DDL = (
     "agent STRING, status_to STRING, date DATE"
 )
 CONTEXT_DDL = FACTS_DDL.removesuffix(", date DATE")
+# Writing a class archive of ~190 MB at exit took about 5 s here.
+JVM_EXIT_TIMEOUT_S = 120
 # Past this many jobs in the touched hours, one Spark pass over all facts beats
 # picking their facts on the driver and shipping them to Spark as a local relation.
 MAX_CONTEXT_JOBS = 20_000
@@ -117,8 +120,10 @@ def create_session(
     driver_memory: str = "2g",
     log_path: Path | None = None,
     app_name: str = "orchestrate-history",
+    jvm: JvmPlan | None = None,
 ) -> SparkSession:
-    """A SparkSession set up as FIELD-NOTES measured best (UTC, micros, no UI, AQE)."""
+    """A SparkSession set up as FIELD-NOTES measured best (UTC, micros, no UI, AQE),
+    its driver JVM started as ``jvm`` plans (``registry.history.jvm``)."""
     if not java_available():
         raise JavaNotFound()
     if master.startswith("local"):
@@ -128,6 +133,8 @@ def create_session(
     builder = builder.config("spark.driver.memory", driver_memory)
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
+    if jvm is not None and jvm.java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", jvm.java_options)
     try:
         with _stderr_to(log_path):
             spark = builder.getOrCreate()
@@ -136,6 +143,27 @@ def create_session(
         raise HistoryBuildFailed(f"cannot start Spark with master {master!r}{where}") from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_session(spark: SparkSession, jvm: JvmPlan | None = None) -> bool:
+    """Stop Spark. When the JVM records a class archive, also end the JVM and wait for
+    it to write the archive, then keep it (True) if it exited cleanly.
+
+    The JVM writes the archive as it exits, which it does once Python closes its
+    stdin (PySpark's gateway protocol); waiting here lets us rename a complete file.
+    """
+    process = getattr(spark.sparkContext._gateway, "proc", None)
+    spark.stop()
+    if jvm is None or jvm.recording is None:
+        return False
+    exit_code: int | None = None
+    if process is not None and process.stdin is not None:
+        process.stdin.close()
+        try:
+            exit_code = process.wait(timeout=JVM_EXIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return keep_recording(jvm, exit_code)
 
 
 @dataclass(frozen=True)
@@ -151,170 +179,167 @@ class BuildReport:
     seconds: float
 
 
+# Each input line with its fields checked. PERMISSIVE parsing keeps the fields read
+# before an error, so a bad payload in a message type we ignore still shows its
+# type and is not counted as malformed.
+FLAG_SQL = f"""
+SELECT seq, ts_ms, type, coalesce(correlation_id, payload.job_id) AS job_id, payload,
+  seq IS NULL OR ts_ms IS NULL OR type IS NULL
+  OR ({CORRUPT_COLUMN} IS NOT NULL AND array_contains(:kept, type))
+  OR (array_contains(:job_types, type) AND coalesce(correlation_id, payload.job_id) IS NULL)
+  OR (type = :event AND NOT coalesce(array_contains(:event_kinds, payload.event), false))
+  AS malformed
+FROM {{raw}}
+"""
+# The facts: well-formed lines of the kept types past the watermark, each field
+# kept only for the types it means something in.
+FACTS_SQL = """
+SELECT seq, timestamp_millis(ts_ms) AS ts, type,
+  CASE WHEN type != :restart THEN job_id END AS job_id,
+  CASE WHEN type = :event THEN payload.event END AS event,
+  CASE WHEN type = :registered THEN payload.agent END AS agent,
+  CASE WHEN type = :status THEN payload.`to` END AS status_to,
+  to_date(timestamp_millis(ts_ms)) AS date
+FROM {flagged}
+WHERE NOT malformed AND array_contains(:kept, type) AND seq > :min_seq
+"""
+PARSE_ARGS = {
+    "kept": list(KEPT_TYPES),
+    "job_types": list(JOB_TYPES),
+    "event_kinds": list(EVENT_KINDS),
+    "event": JOB_EVENT,
+    "registered": JOB_REGISTERED,
+    "status": JOB_STATUS,
+    "restart": CONTROL_STARTED,
+}
+
+
 def _parse(spark: SparkSession, plan: ReadPlan) -> tuple[DataFrame, Observation, Observation]:
-    """Read the JSONL with an explicit schema; flag (never fail on) malformed lines."""
+    """Read the JSONL with an explicit schema; flag (never fail on) malformed lines.
+
+    The two observations count every line read and every fact kept as the facts
+    are written, so the counts cost no second pass over the input.
+    """
     raw = (
         spark.read.schema(INPUT_DDL)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
         .json(list(plan.uris))
     )
-    payload = F.col("payload")
-    job_id = F.coalesce(F.col("correlation_id"), payload["job_id"])
-    kind = F.col("type")
-    is_event = kind == JOB_EVENT
-    # PERMISSIVE keeps the fields parsed before an error, so a bad payload in a
-    # message type we ignore still shows its type and is not counted.
-    malformed = (
-        F.col("seq").isNull()
-        | F.col("ts_ms").isNull()
-        | kind.isNull()
-        | (F.col(CORRUPT_COLUMN).isNotNull() & kind.isin(*KEPT_TYPES))
-        | (kind.isin(*JOB_TYPES) & job_id.isNull())
-        | (is_event & ~F.coalesce(payload["event"].isin(*EVENT_KINDS), F.lit(False)))
-    )
     lines = Observation("lines")
     kept = Observation("kept")
-    flagged = raw.select(
-        "seq",
-        "ts_ms",
-        "type",
-        job_id.alias("job_id"),
-        "payload",
-        malformed.alias("malformed"),
-    ).observe(
+    flagged = spark.sql(FLAG_SQL, args=PARSE_ARGS, raw=raw).observe(
         lines,
         F.count(F.lit(1)).alias("lines"),
         F.sum(F.col("malformed").cast("long")).alias("malformed"),
     )
-    ts = F.timestamp_millis("ts_ms")
-    facts = (
-        flagged.where(
-            ~F.col("malformed") & F.col("type").isin(*KEPT_TYPES) & (F.col("seq") > plan.min_seq)
-        )
-        .select(
-            "seq",
-            ts.alias("ts"),
-            "type",
-            F.when(F.col("type") != CONTROL_STARTED, F.col("job_id")).alias("job_id"),
-            F.when(is_event, F.col("payload.event")).alias("event"),
-            F.when(F.col("type") == JOB_REGISTERED, F.col("payload.agent")).alias("agent"),
-            F.when(F.col("type") == JOB_STATUS, F.col("payload.to")).alias("status_to"),
-            F.to_date(ts).alias("date"),
-        )
-        .observe(
-            kept,
-            F.count(F.lit(1)).alias("rows"),
-            F.max("seq").alias("max_seq"),
-            F.max(F.unix_millis("ts")).alias("max_ts_ms"),
-        )
+    args = {**PARSE_ARGS, "min_seq": plan.min_seq}
+    facts = spark.sql(FACTS_SQL, args=args, flagged=flagged).observe(
+        kept,
+        F.count(F.lit(1)).alias("rows"),
+        F.max("seq").alias("max_seq"),
+        F.max(F.unix_millis("ts")).alias("max_ts_ms"),
     )
     return facts.select(*FACT_COLUMNS), lines, kept
 
 
-def _percentile(sorted_values: str, fraction: float) -> Column:
-    """Spark's exact ``percentile`` (schema.exact_percentile), from a sorted array.
+def _percentile_sql(sorted_values: str, fraction: float) -> str:
+    """Spark's exact ``percentile`` (schema.exact_percentile) read off a sorted array.
 
-    Same result to the last bit, but 2-3x cheaper than four ``percentile``
-    aggregates, whose per-group hash maps dominated the whole aggregation.
+    Same result to the last bit (``D``: double arithmetic, as ``percentile``), but
+    2-3x cheaper than four ``percentile`` aggregates, whose per-group hash maps
+    dominated the whole aggregation.
     """
-    values = F.col(sorted_values)
-    position = (F.size(values) - 1) * F.lit(fraction)
-    lower, higher = F.floor(position), F.ceil(position)
-    low = F.element_at(values, (lower + 1).cast("int")).cast("double")
-    high = F.element_at(values, (higher + 1).cast("int")).cast("double")
-    return F.when(F.size(values) > 0, low + (position - lower) * (high - low))
+    position = f"((size({sorted_values}) - 1) * {fraction}D)"
+    low = f"CAST(element_at({sorted_values}, CAST(floor({position}) AS INT) + 1) AS DOUBLE)"
+    high = f"CAST(element_at({sorted_values}, CAST(ceil({position}) AS INT) + 1) AS DOUBLE)"
+    return (
+        f"CASE WHEN size({sorted_values}) > 0 "
+        f"THEN {low} + ({position} - floor({position})) * ({high} - {low}) END"
+    )
+
+
+# What each fact is to the aggregation, as a small code so the shuffle by job
+# carries one byte instead of two strings. ENQUEUED: a job.status back to pending.
+REGISTERED, ENQUEUED, STARTED, COMPLETED, ERRORED, OTHER_EVENT, RESTART = range(7)
+
+# The aggregates of schema.py in one statement. The window by job finds, for each
+# message, the job's agent and its latest earlier enqueue and start; the group by
+# hour and agent counts. Restart markers ride along as rows whose agent is null
+# (control.started has no job). Only job.status rows that re-enqueue matter, so the
+# others are dropped before the shuffle.
+AGGREGATE_SQL = f"""
+WITH coded AS (
+  SELECT job_id, seq, unix_millis(ts) AS ts_ms,
+    CASE WHEN type = :registered THEN {REGISTERED}
+         WHEN type = :status THEN {ENQUEUED}
+         WHEN type = :restart THEN {RESTART}
+         WHEN event = 'started' THEN {STARTED}
+         WHEN event = 'completed' THEN {COMPLETED}
+         WHEN event = 'error' THEN {ERRORED}
+         ELSE {OTHER_EVENT} END AS kind,
+    CASE WHEN type = :registered THEN coalesce(agent, :unknown) END AS registered_agent
+  FROM {{facts}}
+  WHERE type != :status OR status_to = 'pending'
+), timed AS (
+  SELECT ts_ms, kind,
+    CASE WHEN kind != {RESTART}
+         THEN coalesce(first(registered_agent, true) OVER whole_job, :unknown) END AS agent,
+    last(CASE WHEN kind <= {ENQUEUED} THEN seq END, true) OVER before AS enq_seq,
+    last(CASE WHEN kind <= {ENQUEUED} THEN ts_ms END, true) OVER before AS enq_ms,
+    last(CASE WHEN kind = {STARTED} THEN seq END, true) OVER before AS start_seq,
+    last(CASE WHEN kind = {STARTED} THEN ts_ms END, true) OVER before AS start_ms
+  FROM coded
+  WINDOW whole_job AS (PARTITION BY job_id ORDER BY seq
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING),
+         before AS (PARTITION BY job_id ORDER BY seq
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+), measured AS (
+  SELECT timestamp_millis(ts_ms - pmod(ts_ms, 3600000)) AS hour, agent, kind,
+    CASE WHEN kind = {STARTED} AND enq_ms IS NOT NULL THEN ts_ms - enq_ms END AS wait_ms,
+    CASE WHEN kind IN ({COMPLETED}, {ERRORED}) AND start_seq IS NOT NULL
+              AND (enq_seq IS NULL OR enq_seq < start_seq)
+         THEN ts_ms - start_ms END AS run_ms
+  FROM timed
+  WHERE kind != {ENQUEUED}
+), hourly AS (
+  SELECT hour, agent,
+    count_if(kind BETWEEN {STARTED} AND {OTHER_EVENT}) AS events,
+    count_if(kind = {REGISTERED}) AS jobs_registered,
+    count_if(kind = {STARTED}) AS jobs_started,
+    count_if(kind = {COMPLETED}) AS jobs_completed,
+    count_if(kind = {ERRORED}) AS jobs_errored,
+    count(run_ms) AS runs, array_sort(collect_list(run_ms)) AS run_values,
+    count(wait_ms) AS waits, array_sort(collect_list(wait_ms)) AS wait_values,
+    count_if(kind = {RESTART}) AS restarts
+  FROM measured
+  GROUP BY hour, agent
+)
+SELECT *,
+  {_percentile_sql("run_values", 0.5)} AS run_ms_p50,
+  {_percentile_sql("run_values", 0.95)} AS run_ms_p95,
+  {_percentile_sql("wait_values", 0.5)} AS wait_ms_p50,
+  {_percentile_sql("wait_values", 0.95)} AS wait_ms_p95,
+  CASE WHEN jobs_completed + jobs_errored > 0
+       THEN jobs_errored / (jobs_completed + jobs_errored) END AS error_rate
+FROM hourly
+"""
+AGGREGATE_ARGS = {
+    "registered": JOB_REGISTERED,
+    "status": JOB_STATUS,
+    "restart": CONTROL_STARTED,
+    "unknown": UNKNOWN_AGENT,
+}
 
 
 def aggregate(facts: DataFrame) -> DataFrame:
     """Hourly per-agent aggregates from the facts (definitions in schema.py).
 
-    One shuffle by job_id feeds a window that finds, for each message, the
-    job's agent and its latest earlier enqueue and start; one more groups by
-    hour and agent. Restart markers ride along as rows whose agent is null
-    (``control.started`` has no job), so the whole thing is a single Spark job.
+    One SQL statement rather than the DataFrame API: built in one py4j call instead
+    of hundreds (about 0.1 s per build), and its narrowed shuffle measured ~20 %
+    faster on a million facts.
     """
-    ts_ms = F.unix_millis("ts")
-    kind = F.col("type")
-    registered = kind == JOB_REGISTERED
-    enqueue = registered | ((kind == JOB_STATUS) & (F.col("status_to") == "pending"))
-    started = (kind == JOB_EVENT) & (F.col("event") == "started")
-    by_job = Window.partitionBy("job_id").orderBy("seq")
-    earlier = by_job.rowsBetween(Window.unboundedPreceding, -1)
-    whole = by_job.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    # The first registration's agent; "unknown" when it named none.
-    agent_at_registration = F.when(registered, F.coalesce("agent", F.lit(UNKNOWN_AGENT)))
-    first_agent = F.first(agent_at_registration, ignorenulls=True).over(whole)
-    timed = facts.select(
-        "ts",
-        "type",
-        "event",
-        ts_ms.alias("ts_ms"),
-        F.when(kind != CONTROL_STARTED, F.coalesce(first_agent, F.lit(UNKNOWN_AGENT))).alias(
-            "agent"
-        ),
-        F.last(F.when(enqueue, F.col("seq")), ignorenulls=True).over(earlier).alias("enq_seq"),
-        F.last(F.when(enqueue, ts_ms), ignorenulls=True).over(earlier).alias("enq_ms"),
-        F.last(F.when(started, F.col("seq")), ignorenulls=True).over(earlier).alias("start_seq"),
-        F.last(F.when(started, ts_ms), ignorenulls=True).over(earlier).alias("start_ms"),
-    )
-    terminal = F.col("event").isin(*TERMINAL_KINDS)
-    in_attempt = F.col("start_seq").isNotNull() & (
-        F.col("enq_seq").isNull() | (F.col("enq_seq") < F.col("start_seq"))
-    )
-    rows = timed.where(kind != JOB_STATUS).select(
-        F.date_trunc("hour", "ts").alias("hour"),
-        "agent",
-        "type",
-        "event",
-        F.when(started & F.col("enq_ms").isNotNull(), F.col("ts_ms") - F.col("enq_ms")).alias(
-            "wait_ms"
-        ),
-        F.when(terminal & in_attempt, F.col("ts_ms") - F.col("start_ms")).alias("run_ms"),
-    )
-
-    return _hourly(rows)
-
-
-def _hourly(rows: DataFrame) -> DataFrame:
-    """Group the timed rows of ``aggregate`` by hour and agent."""
-    kind = F.col("type")
-
-    def count_where(condition: Column) -> Column:
-        return F.count(F.when(condition, F.lit(1)))
-
-    completed = count_where(F.col("event") == "completed")
-    errored = count_where(F.col("event") == "error")
-    return (
-        rows.groupBy("hour", "agent")
-        .agg(
-            count_where(kind == JOB_EVENT).alias("events"),
-            count_where(kind == JOB_REGISTERED).alias("jobs_registered"),
-            count_where(F.col("event") == "started").alias("jobs_started"),
-            completed.alias("jobs_completed"),
-            errored.alias("jobs_errored"),
-            F.count("run_ms").alias("runs"),
-            F.array_sort(F.collect_list("run_ms")).alias("run_values"),
-            F.count("wait_ms").alias("waits"),
-            F.array_sort(F.collect_list("wait_ms")).alias("wait_values"),
-            count_where(kind == CONTROL_STARTED).alias("restarts"),
-        )
-        .withColumns(
-            {
-                "run_ms_p50": _percentile("run_values", 0.5),
-                "run_ms_p95": _percentile("run_values", 0.95),
-                "wait_ms_p50": _percentile("wait_values", 0.5),
-                "wait_ms_p95": _percentile("wait_values", 0.95),
-            }
-        )
-        .withColumn(
-            "error_rate",
-            F.when(
-                (F.col("jobs_completed") + F.col("jobs_errored")) > 0,
-                F.col("jobs_errored") / (F.col("jobs_completed") + F.col("jobs_errored")),
-            ),
-        )
-    )
+    return facts.sparkSession.sql(AGGREGATE_SQL, args=AGGREGATE_ARGS, facts=facts)
 
 
 def _context(

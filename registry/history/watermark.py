@@ -198,6 +198,21 @@ def plan_read(
     return ReadPlan(False, tuple(staged), previous.max_seq, marks, reason)
 
 
+def bytes_to_read(spec: InputSpec, paths: HistoryPaths, full: bool) -> int | None:
+    """About how many input bytes the next build reads (None for a remote input), for
+    choosing the JVM's options before it starts; plan_read decides for real."""
+    if spec.remote_uri is not None:
+        return None
+    sizes = {p: p.stat().st_size for p in spec.local_files}
+    previous = None if full else load_state(paths)
+    if previous is None or previous.input != spec.label:
+        return sum(sizes.values())
+    return sum(
+        size - min(size, previous.files[str(p)].offset) if str(p) in previous.files else size
+        for p, size in sizes.items()
+    )
+
+
 def swap_in(built: Path, target: Path) -> None:
     """Replace directory ``target`` by ``built`` (two renames, old copy removed after)."""
     old = target.with_name(target.name + ".old")

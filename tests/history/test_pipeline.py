@@ -172,6 +172,7 @@ def test_local_cluster_gives_the_same_result(built: Path, events: list[str], tmp
             "local-cluster[2,1,1024]",
             "--driver-memory",
             "1g",
+            "--no-class-archive",  # recording one is test_class_archive's, and costs ~20 s
             "--input",
             source.as_uri(),
         ],

@@ -1,0 +1,126 @@
+"""How a history build starts its JVM: a class-data-sharing archive, and C1 for small reads.
+
+Every `orchestrate history build` is a fresh JVM that lives for seconds, so much of
+a build is the JVM warming up: loading Spark's classes and JIT-compiling them. Two
+standard HotSpot features cut that (bench/history.py --cold has the numbers):
+
+* an AppCDS archive of the classes a build loads, written by the first build's JVM
+  as it exits and mapped by every later one. It is named after the Java runtime and
+  the PySpark version, so an upgrade records a new one; the JVM itself checks the
+  archive and ignores (never fails on) one that does not match;
+* the C1 compiler alone (``-XX:TieredStopAtLevel=1``) when the build reads little:
+  C2's faster code does not repay its compile time on a small read, but does on a
+  big one.
+
+Nothing here imports pyspark: the CLI plans the JVM before starting it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from registry.history.errors import java_binary
+
+# Below this many bytes to read, C1 alone. On 335 MB (1M events) a cold full build
+# took the same time either way; past that C2's code, ~1.6x faster warm, wins.
+C1_ONLY_BELOW_BYTES = 256 << 20
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+# The JVM reports every class it cannot archive (hundreds, at warning level) on stdout.
+QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+ARCHIVE_GLOB = "spark-*.jsa"
+
+
+@dataclass(frozen=True)
+class JvmPlan:
+    """The driver JVM's options for one build, and which class archive it maps or writes."""
+
+    java_options: str  # spark.driver.extraJavaOptions
+    archive: Path | None = None  # the archive this JVM maps
+    recording: Path | None = None  # where this JVM writes a new archive as it exits
+    target: Path | None = None  # where a recording goes once the JVM exited cleanly
+
+    def describe(self) -> str:
+        """One progress line: what the JVM was started with."""
+        jit = "C1 JIT" if C1_ONLY in self.java_options else "C1+C2 JIT"
+        if self.archive is not None:
+            return f"JVM: {jit}, class archive {self.archive}"
+        if self.recording is not None:
+            return f"JVM: {jit}, recording a class archive for later builds (once)"
+        return f"JVM: {jit}, no class archive"
+
+
+def archive_path(cache_dir: Path) -> Path | None:
+    """The archive for this Java runtime and PySpark, or None without Java."""
+    java = java_binary()
+    if java is None:
+        return None
+    real = java.resolve()
+    stat = real.stat()
+    try:
+        spark = version("pyspark")
+    except PackageNotFoundError:
+        spark = "unknown"
+    key = f"{real}:{stat.st_size}:{stat.st_mtime_ns}:{spark}"
+    return cache_dir / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def _quoted(option: str, path: Path) -> str:
+    # Spark splits extraJavaOptions like a shell: quote the path, it may hold spaces
+    return f'{option}="{path}"'
+
+
+def plan_jvm(cache_dir: Path | None, read_bytes: int | None) -> JvmPlan:
+    """The options for a build that reads ``read_bytes`` (None: unknown, a remote
+    input), with a class archive under ``cache_dir`` (None: no archive)."""
+    options: list[str] = []
+    if read_bytes is not None and read_bytes < C1_ONLY_BELOW_BYTES:
+        options.append(C1_ONLY)
+    target = archive_path(cache_dir) if cache_dir is not None else None
+    if target is None:
+        return JvmPlan(" ".join(options))
+    if target.is_file():
+        options += [_quoted("-XX:SharedArchiveFile", target), *QUIET_CDS]
+        return JvmPlan(" ".join(options), archive=target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_recordings(target.parent)
+    recording = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    options += [_quoted("-XX:ArchiveClassesAtExit", recording), *QUIET_CDS]
+    return JvmPlan(" ".join(options), recording=recording, target=target)
+
+
+def keep_recording(plan: JvmPlan, jvm_exit_code: int | None) -> bool:
+    """Put the archive the JVM wrote in place if it exited cleanly (a JVM killed while
+    writing leaves half a file), and drop archives of other Java or Spark versions."""
+    if plan.recording is None or plan.target is None:
+        return False
+    written = plan.recording.is_file() and plan.recording.stat().st_size > 0
+    if jvm_exit_code != 0 or not written:
+        plan.recording.unlink(missing_ok=True)
+        return False
+    os.replace(plan.recording, plan.target)
+    for other in plan.target.parent.glob(ARCHIVE_GLOB):
+        if other != plan.target:
+            other.unlink(missing_ok=True)
+    return True
+
+
+def _remove_abandoned_recordings(directory: Path) -> None:
+    """Recordings whose process is gone (killed mid-build) are half-written: remove."""
+    for leftover in directory.glob(f"{ARCHIVE_GLOB}.*.tmp"):
+        pid = leftover.suffixes[-2].lstrip(".")
+        if pid.isdigit() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
