@@ -77,11 +77,13 @@ def build(
         report = run_build(
             spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
         )
-    finally:
-        if jvm.recording is not None:
-            _progress("saving the JVM class archive (once)")
-        if stop_session(spark, jvm):
-            _progress(f"class archive saved: {jvm.target}")
+    except BaseException:
+        stop_session(spark)  # a failed or interrupted build does not wait for an archive
+        raise
+    if jvm.recording is not None:
+        _progress("saving the JVM class archive (once)")
+    if stop_session(spark, jvm):
+        _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
         f"{kind} build: {report.new_facts} new fact(s) from {report.lines_read} line(s), "
