@@ -140,6 +140,8 @@ def create_session(
         with _stderr_to(log_path):
             spark = builder.getOrCreate()
     except (PySparkException, Py4JError, OSError) as exc:
+        if jvm is not None:
+            keep_recording(jvm, None)  # what a JVM that failed to start wrote is useless
         where = f" (JVM log: {log_path})" if log_path else ""
         raise HistoryBuildFailed(f"cannot start Spark with master {master!r}{where}") from exc
     spark.sparkContext.setLogLevel("ERROR")

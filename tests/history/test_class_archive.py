@@ -1,5 +1,6 @@
-"""The JVM class archive end to end, through the real CLI: the first build records it,
-later builds map it, and a damaged one is ignored, never fatal."""
+"""The JVM class archive end to end, through the real CLI: the first build records it
+(the shared local-cluster build, conftest's ``cluster_build``), later builds map it,
+and a damaged one is ignored, never fatal."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from registry.history.errors import java_available
-from registry.history.synthetic import generate_lines
+from tests.history.history_files import ClusterBuild
 
 pytestmark = [
     pytest.mark.spark,
@@ -42,36 +43,28 @@ def append_export(state_dir: Path, lines: list[str]) -> None:
         handle.write("".join(lines))
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
-    """A state dir built once, whose JVM recorded the archive into its own cache dir."""
-    root = tmp_path_factory.mktemp("archive")
-    state_dir, cache = root / "state", root / "cache"
-    lines = generate_lines(3_000, seed=5, jobs_per_hour=200)
-    append_export(state_dir, lines[:2_000])
-    proc = build(state_dir, cache)
-    assert proc.returncode == 0, proc.stderr
-    assert "recording a class archive for later builds" in proc.stderr
-    assert "class archive saved" in proc.stderr
-    return state_dir, cache, lines
-
-
-def test_the_first_build_leaves_one_complete_archive(recorded: tuple[Path, Path, list[str]]):
-    _, cache, _ = recorded
+def test_the_first_build_records_one_complete_archive(cluster_build: ClusterBuild) -> None:
+    """The first build (the shared local-cluster one, with an empty cache dir) says it
+    records, waits for the JVM to write the archive at exit, and keeps exactly one."""
+    assert "recording a class archive for later builds" in cluster_build.proc.stderr
+    assert "class archive saved" in cluster_build.proc.stderr
+    cache = cluster_build.cache
     files = sorted(p.name for p in cache.iterdir())
     assert len(files) == 1 and files[0].startswith("spark-") and files[0].endswith(".jsa")
     assert (cache / files[0]).stat().st_size > 10_000_000  # Spark's classes, not a stub
 
 
-def test_a_later_build_maps_the_archive(recorded: tuple[Path, Path, list[str]]) -> None:
+def test_a_later_build_maps_the_archive(
+    cluster_build: ClusterBuild, events: list[str], tmp_path: Path
+) -> None:
     """-Xshare:on makes the JVM refuse to start unless it maps every archive it is given,
     so a green build here proves the archive was used, not merely passed."""
-    state_dir, cache, lines = recorded
-    append_export(state_dir, lines[2_000:])
-    proc = build(state_dir, cache, JAVA_TOOL_OPTIONS="-Xshare:on")
+    state_dir = tmp_path / "state"
+    append_export(state_dir, events[:1000])
+    proc = build(state_dir, cluster_build.cache, JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 0, proc.stderr
     assert "JVM: C1 JIT, class archive" in proc.stderr
-    assert "incremental build: " in proc.stdout and "from 1000 line(s)" in proc.stdout
+    assert "full build: " in proc.stdout and "from 1000 line(s)" in proc.stdout
 
 
 def damaged_copy(cache: Path, into: Path) -> Path:
@@ -84,15 +77,16 @@ def damaged_copy(cache: Path, into: Path) -> Path:
 SPARK_RAN = "Master must either be yarn or start with spark, k8s, or local"
 
 
-def test_a_damaged_archive_is_ignored(recorded: tuple[Path, Path, list[str]], tmp_path: Path):
+def test_a_damaged_archive_is_ignored(
+    cluster_build: ClusterBuild, events: list[str], tmp_path: Path
+) -> None:
     """The JVM checks the archive's header and runs without a bad one (-Xshare:auto).
 
     A bad master URL keeps this cheap: Spark's own code in that JVM rejecting it
     proves the JVM started past the archive (the control below stops before)."""
-    _, cache, lines = recorded
-    damaged = damaged_copy(cache, tmp_path / "cache")
+    damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
-    append_export(state_dir, lines[:500])
+    append_export(state_dir, events[:500])
     proc = build(state_dir, damaged, "--master", "nonsense://x")
     assert proc.returncode == 1 and "cannot start Spark with master" in proc.stderr
     log = (state_dir / "history" / "spark.log").read_text()
@@ -100,16 +94,26 @@ def test_a_damaged_archive_is_ignored(recorded: tuple[Path, Path, list[str]], tm
 
 
 def test_xshare_on_refuses_a_damaged_archive(
-    recorded: tuple[Path, Path, list[str]], tmp_path: Path
+    cluster_build: ClusterBuild, events: list[str], tmp_path: Path
 ) -> None:
     """The control for the two tests above: under -Xshare:on an archive the JVM cannot
     map stops it before any Spark code runs, so a green build there means mapped."""
-    _, cache, lines = recorded
-    damaged = damaged_copy(cache, tmp_path / "cache")
+    damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
-    append_export(state_dir, lines[:500])
+    append_export(state_dir, events[:500])
     proc = build(state_dir, damaged, "--master", "nonsense://x", JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("orchestrate: cannot start Spark")
     log = (state_dir / "history" / "spark.log").read_text()
     assert "bad magic number" in log and SPARK_RAN not in log
+
+
+def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: list[str]):
+    """A first build whose JVM cannot start (a bad master) writes an archive as it
+    exits; it is incomplete (no build ran), so it is removed, not kept or left behind."""
+    cache = tmp_path / "cache"
+    state_dir = tmp_path / "state"
+    append_export(state_dir, events[:500])
+    proc = build(state_dir, cache, "--master", "nonsense://x")
+    assert proc.returncode == 1 and "recording a class archive" in proc.stderr
+    assert list(cache.iterdir()) == []

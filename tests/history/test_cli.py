@@ -163,7 +163,9 @@ def test_build_brings_the_bus_export_up_to_date_first(tmp_path: Path) -> None:
     registry = Registry.open(tmp_path)
     job = registry.register(prompt="p", agent="demo", agent_session="s")
     registry.publish(job.job_id, "started")
-    proc = orchestrate(tmp_path, "history", "build", "--master", "nonsense://x")
+    proc = orchestrate(
+        tmp_path, "history", "build", "--master", "nonsense://x", "--no-class-archive"
+    )
     assert proc.returncode == 1
     exported = (tmp_path / "export" / "bus.jsonl").read_text().splitlines()
     types = [json.loads(line)["type"] for line in exported]

@@ -5,81 +5,28 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from registry.history.aggregate_py import aggregate_lines
 from registry.history.schema import HistoryPaths
-from registry.history.synthetic import generate_lines
+from tests.history.history_files import (
+    MALFORMED,
+    ClusterBuild,
+    copy_state,
+    outputs,
+    write_export,
+)
 
 pytestmark = pytest.mark.spark
-
-MALFORMED = [
-    "this is not json\n",
-    '{"seq": "seven", "ts_ms": 1, "type": "job.event"}\n',  # wrong type for seq
-    '{"seq": 999999, "ts_ms": 1767225600000, "type": "job.event", "correlation_id": "aa",'
-    ' "payload": {"event": "exploded"}}\n',  # not a v1 event kind
-    '{"seq": 999998, "ts_ms": 1767225600000, "type": "job.registered", "payload": null}\n',
-    "[1, 2, 3]\n",
-    '{"seq": 999997, "ts_ms": 17672256\n',  # torn line
-]
-
-
-def write_export(state_dir: Path, lines: Sequence[str], *, append: bool = False) -> Path:
-    """Write (or append) raw JSONL lines where `orchestrate export` puts them."""
-    path = state_dir / "export" / "bus.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a" if append else "w", encoding="utf-8") as handle:
-        handle.write("".join(lines))
-    return path
-
-
-def outputs(state_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The built aggregates and restart markers as row dicts, read with pyarrow."""
-    history = state_dir / "history"
-    return (
-        pq.read_table(history / "agg_hourly.parquet").to_pylist(),
-        pq.read_table(history / "markers.parquet").to_pylist(),
-    )
-
-
-def copy_state(source: Path, target: Path) -> Path:
-    """A copy of a built state dir whose watermark names the copy's own export."""
-    shutil.copytree(source, target)
-    state_file = target / "history" / "state.json"
-    state_file.write_text(state_file.read_text().replace(str(source), str(target)))
-    return target
 
 
 def build(spark: Any, state_dir: Path, **kwargs: Any) -> Any:
     from registry.history.spark_job import run_build
 
     return run_build(spark, state_dir, **kwargs)
-
-
-@pytest.fixture(scope="module")
-def events() -> list[str]:
-    """A few hours of generated bus traffic (~2,000 jobs' worth of lines)."""
-    return generate_lines(6000, seed=11, jobs_per_hour=150)
-
-
-@pytest.fixture(scope="module")
-def built(spark: Any, events: list[str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A state dir with `events` plus every kind of malformed line, built once."""
-    state_dir = tmp_path_factory.mktemp("built") / "state"
-    lines = list(events)
-    for index, bad in enumerate(MALFORMED):
-        lines.insert(500 * (index + 1), bad)
-    write_export(state_dir, lines)
-    report = build(spark, state_dir)
-    assert report.full and report.malformed == len(MALFORMED)
-    return state_dir
 
 
 def test_aggregates_equal_plain_python(built: Path, events: list[str]) -> None:
@@ -153,37 +100,13 @@ def test_interrupted_append_is_rolled_back(spark: Any, built: Path, tmp_path: Pa
     assert outputs(state_dir) != before
 
 
-def test_local_cluster_gives_the_same_result(built: Path, events: list[str], tmp_path: Path):
+def test_local_cluster_gives_the_same_result(cluster_build: ClusterBuild, built: Path) -> None:
     """`--master local-cluster[2,1,1024]` runs the job on two separate executor JVMs
     (through the real CLI, so the suite's own session is untouched) and writes the same
     aggregates."""
-    state_dir = tmp_path / "state"
-    source = built / "export" / "bus.jsonl"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "--state-dir",
-            str(state_dir),
-            "history",
-            "build",
-            "--master",
-            "local-cluster[2,1,1024]",
-            "--driver-memory",
-            "1g",
-            "--no-class-archive",  # recording one is test_class_archive's, and costs ~20 s
-            "--input",
-            source.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "master local-cluster[2,1,1024]" in proc.stderr
-    assert f"{len(MALFORMED)} malformed" in proc.stdout
-    assert outputs(state_dir) == outputs(built)
+    assert "master local-cluster[2,1,1024]" in cluster_build.proc.stderr
+    assert f"{len(MALFORMED)} malformed" in cluster_build.proc.stdout
+    assert outputs(cluster_build.state_dir) == outputs(built)
 
 
 def bus_line(seq: int, ts_ms: int, kind: str, job: str | None, **payload: Any) -> str:

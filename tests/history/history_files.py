@@ -1,0 +1,79 @@
+"""Bus exports and build outputs shared by the history tests, and the one CLI build
+they share (see ``run_cluster_build``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+MALFORMED = [
+    "this is not json\n",
+    '{"seq": "seven", "ts_ms": 1, "type": "job.event"}\n',  # wrong type for seq
+    '{"seq": 999999, "ts_ms": 1767225600000, "type": "job.event", "correlation_id": "aa",'
+    ' "payload": {"event": "exploded"}}\n',  # not a v1 event kind
+    '{"seq": 999998, "ts_ms": 1767225600000, "type": "job.registered", "payload": null}\n',
+    "[1, 2, 3]\n",
+    '{"seq": 999997, "ts_ms": 17672256\n',  # torn line
+]
+
+
+def write_export(state_dir: Path, lines: Sequence[str], *, append: bool = False) -> Path:
+    """Write (or append) raw JSONL lines where `orchestrate export` puts them."""
+    path = state_dir / "export" / "bus.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+    return path
+
+
+def outputs(state_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The built aggregates and restart markers as row dicts, read with pyarrow."""
+    history = state_dir / "history"
+    return (
+        pq.read_table(history / "agg_hourly.parquet").to_pylist(),
+        pq.read_table(history / "markers.parquet").to_pylist(),
+    )
+
+
+def copy_state(source: Path, target: Path) -> Path:
+    """A copy of a built state dir whose watermark names the copy's own export."""
+    shutil.copytree(source, target)
+    state_file = target / "history" / "state.json"
+    state_file.write_text(state_file.read_text().replace(str(source), str(target)))
+    return target
+
+
+@dataclass(frozen=True)
+class ClusterBuild:
+    """One `orchestrate history build` run through the CLI (see ``run_cluster_build``)."""
+
+    state_dir: Path
+    cache: Path  # its ORCHESTRATE_CACHE_DIR, where its JVM recorded the class archive
+    proc: subprocess.CompletedProcess[str]
+
+
+def run_cluster_build(source: Path, root: Path) -> ClusterBuild:
+    """Build ``source`` with master local-cluster[2,1,1024] (two real executor JVMs) in
+    a fresh process whose driver JVM also records the class archive into a fresh cache
+    dir. Both are slow (executor JVMs; a ~190 MB archive written at exit), so this one
+    build serves the cluster test and the class-archive tests."""
+    state_dir, cache = root / "state", root / "cache"
+    argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
+    cluster = ("--master", "local-cluster[2,1,1024]", "--driver-memory", "1g")
+    proc = subprocess.run(
+        [*argv, *cluster, "--input", source.as_uri()],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return ClusterBuild(state_dir, cache, proc)
