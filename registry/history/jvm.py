@@ -85,7 +85,10 @@ def plan_jvm(cache_dir: Path | None, read_bytes: int | None) -> JvmPlan:
     if target.is_file():
         options += [_quoted("-XX:SharedArchiveFile", target), *QUIET_CDS]
         return JvmPlan(" ".join(options), archive=target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unwritable cache dir costs speed, never the build
+        return JvmPlan(" ".join(options))
     _remove_abandoned_recordings(target.parent)
     recording = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     options += [_quoted("-XX:ArchiveClassesAtExit", recording), *QUIET_CDS]

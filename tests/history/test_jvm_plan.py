@@ -77,6 +77,14 @@ def test_no_java_no_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert plan_jvm(tmp_path, 10).recording is None
 
 
+def test_an_unusable_cache_dir_means_no_archive(java_home: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache dir would go")
+    plan = plan_jvm(blocker / "cache", 10)
+    assert plan.recording is None and plan.archive is None
+    assert plan.java_options == C1_ONLY and "no class archive" in plan.describe()
+
+
 def test_a_clean_exit_keeps_the_recording_and_drops_old_archives(
     java_home: Path, tmp_path: Path
 ) -> None:
