@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from registry.history.errors import java_available
-from tests.history.history_files import ClusterBuild
+from tests.history.history_files import ClusterBuild, write_export
 
 pytestmark = [
     pytest.mark.spark,
@@ -36,13 +36,6 @@ def build(
     )
 
 
-def append_export(state_dir: Path, lines: list[str]) -> None:
-    export = state_dir / "export" / "bus.jsonl"
-    export.parent.mkdir(parents=True, exist_ok=True)
-    with export.open("a", encoding="utf-8") as handle:
-        handle.write("".join(lines))
-
-
 def test_the_first_build_records_one_complete_archive(cluster_build: ClusterBuild) -> None:
     """The first build (the shared local-cluster one, with an empty cache dir) says it
     records, waits for the JVM to write the archive at exit, and keeps exactly one."""
@@ -60,7 +53,7 @@ def test_a_later_build_maps_the_archive(
     """-Xshare:on makes the JVM refuse to start unless it maps every archive it is given,
     so a green build here proves the archive was used, not merely passed."""
     state_dir = tmp_path / "state"
-    append_export(state_dir, events[:1000])
+    write_export(state_dir, events[:1000])
     proc = build(state_dir, cluster_build.cache, JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 0, proc.stderr
     assert "JVM: C1 JIT, class archive" in proc.stderr
@@ -86,7 +79,7 @@ def test_a_damaged_archive_is_ignored(
     proves the JVM started past the archive (the control below stops before)."""
     damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
-    append_export(state_dir, events[:500])
+    write_export(state_dir, events[:500])
     proc = build(state_dir, damaged, "--master", "nonsense://x")
     assert proc.returncode == 1 and "cannot start Spark with master" in proc.stderr
     log = (state_dir / "history" / "spark.log").read_text()
@@ -100,7 +93,7 @@ def test_xshare_on_refuses_a_damaged_archive(
     map stops it before any Spark code runs, so a green build there means mapped."""
     damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
-    append_export(state_dir, events[:500])
+    write_export(state_dir, events[:500])
     proc = build(state_dir, damaged, "--master", "nonsense://x", JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("orchestrate: cannot start Spark")
@@ -113,7 +106,7 @@ def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: l
     exits; it is incomplete (no build ran), so it is removed, not kept or left behind."""
     cache = tmp_path / "cache"
     state_dir = tmp_path / "state"
-    append_export(state_dir, events[:500])
+    write_export(state_dir, events[:500])
     proc = build(state_dir, cache, "--master", "nonsense://x")
     assert proc.returncode == 1 and "recording a class archive" in proc.stderr
     assert list(cache.iterdir()) == []
