@@ -11,6 +11,7 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
+from app.tui.widgets.plotext_visual import render_plot
 from registry.history.reader import HistorySnapshot, HourlyAggregate
 
 HOUR = timedelta(hours=1)
@@ -247,7 +248,7 @@ class HistoryChart(PlotextPlot):
             ticks, labels = hour_ticks(data.first_hour, data.hours, self.size.width)
             self.plt.xticks(ticks, labels)
             self._ticks_for = (self.size.width, data.hours)
-        drawing = super().render()
+        drawing = render_plot(self)
         self._drawn = (key, drawing)
         self.draws += 1
         return drawing
