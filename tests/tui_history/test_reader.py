@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,14 +15,14 @@ from tests.tui_history.history_fixture import aggregate_rows, restart_rows, writ
 
 
 def test_rows_read_back_field_for_field(tmp_path: Path) -> None:
-    """The columnar conversion builds each row positionally: the dataclasses' field
+    """The columnar conversion builds each row positionally: the rows' field
     order must be the files' column order, and every value must come back as written."""
-    assert tuple(f.name for f in fields(HourlyAggregate)) == AGG_COLUMNS
-    assert tuple(f.name for f in fields(RestartMarker)) == MARKER_COLUMNS
+    assert HourlyAggregate._fields == AGG_COLUMNS
+    assert RestartMarker._fields == MARKER_COLUMNS
     write_history(tmp_path, days=3, agents=4)
     snapshot = load_history(tmp_path)
-    assert [row.__dict__ for row in snapshot.rows] == aggregate_rows(3, 4)
-    assert [m.__dict__ for m in snapshot.restarts] == restart_rows(3)
+    assert [row._asdict() for row in snapshot.rows] == aggregate_rows(3, 4)
+    assert [m._asdict() for m in snapshot.restarts] == restart_rows(3)
     assert all(row.hour.utcoffset() is not None for row in snapshot.rows)
 
 
