@@ -12,35 +12,57 @@ import time
 from pathlib import Path
 
 from textual.app import App
-from textual_plotext import PlotextPlot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui_history"))
 
 from history_fixture import write_history
 
+import app.tui.widgets.plotext_visual as plotext_visual
 from app.tui.screens.history import HistoryScreen
 from app.tui.widgets.history_charts import HistoryChart, build_charts
 from registry.history.reader import load_history
 
-RUNS = 10
+RUNS = 20
 PLOTEXT_MS: list[float] = []  # time inside plotext's own render, per chart drawn
 
 
-def _timed_plotext_render(plot: PlotextPlot):  # type: ignore[no-untyped-def]
+def _timed_plot_runs(plot):  # type: ignore[no-untyped-def]
     start = time.perf_counter()
     try:
-        return _plotext_render(plot)
+        return _plot_runs(plot)
     finally:
         PLOTEXT_MS.append((time.perf_counter() - start) * 1000)
 
 
-_plotext_render = PlotextPlot.render
-PlotextPlot.render = _timed_plotext_render  # type: ignore[method-assign]
+_plot_runs = plotext_visual.plot_runs
+plotext_visual.plot_runs = _timed_plot_runs
+
+
+class TimedHistoryScreen(HistoryScreen):
+    """The History screen, noting when its load finished and when the first frame
+    with all three charts drawn went out (no polling: that would compete with it)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.loaded_at = 0.0
+        self.drawn_at = 0.0
+        self.drawn = asyncio.Event()
+
+    def _finish_load(self) -> None:
+        super()._finish_load()
+        self.loaded_at = time.perf_counter()
+
+    def _compositor_refresh(self) -> None:
+        super()._compositor_refresh()
+        charts = list(self.query(HistoryChart)) if self.load_count else []
+        if charts and not self.drawn.is_set() and all(chart.draws for chart in charts):
+            self.drawn_at = time.perf_counter()
+            self.drawn.set()
 
 
 async def screen_loads(state_dir: Path) -> tuple[list[float], list[float], list[float]]:
     """Milliseconds from push_screen until the data is in (read + charts computed in
-    the worker, screen composed), and until every chart has rendered it."""
+    the worker), and until a frame with every chart drawn is out."""
     app: App[None] = App()
     timings: list[float] = []
     loaded: list[float] = []
@@ -51,21 +73,17 @@ async def screen_loads(state_dir: Path) -> tuple[list[float], list[float], list[
         # collection walking all of it lands inside some of the loads.
         gc.freeze()
         for _ in range(RUNS):
-            screen = HistoryScreen(state_dir)
+            screen = TimedHistoryScreen(state_dir)
             PLOTEXT_MS.clear()
             start = time.perf_counter()
             app.push_screen(screen)
-            while screen.load_count == 0:
-                await asyncio.sleep(0.0005)
-            loaded.append((time.perf_counter() - start) * 1000)
-            while screen.load_count == 0 or not all(
-                chart.data is not None and chart.draws > 0 for chart in screen.query(HistoryChart)
-            ):
-                await asyncio.sleep(0.0005)
-            timings.append((time.perf_counter() - start) * 1000)
+            await screen.drawn.wait()
+            loaded.append((screen.loaded_at - start) * 1000)
+            timings.append((screen.drawn_at - start) * 1000)
             plotext.append(sum(PLOTEXT_MS))
             app.pop_screen()
             await pilot.pause()
+            await asyncio.sleep(0.1)  # let the popped screen's teardown finish first
     return loaded, timings, plotext
 
 
