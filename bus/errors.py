@@ -37,6 +37,11 @@ class InvalidPayload(BusError):
     """A payload that is not JSON, or not JSON-serialisable, or too large."""
 
 
+class ExportTargetMismatch(BusError):
+    """The export's target file holds data the bus did not write there (or was
+    edited since): appending or repairing it could destroy someone's file."""
+
+
 class UnknownAgent(BusError):
     """A message addressed to an agent the bus has never seen."""
 
