@@ -135,7 +135,9 @@ def create_session(
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     if jvm is not None and jvm.java_options:
-        builder = builder.config("spark.driver.extraJavaOptions", jvm.java_options)
+        # The options Spark puts before extraJavaOptions: a user's own (spark-defaults.conf)
+        # still apply, after ours, where setting extraJavaOptions would drop them.
+        builder = builder.config("spark.driver.defaultJavaOptions", jvm.java_options)
     try:
         with _stderr_to(log_path):
             spark = builder.getOrCreate()

@@ -110,3 +110,24 @@ def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: l
     proc = build(state_dir, cache, "--master", "nonsense://x")
     assert proc.returncode == 1 and "recording a class archive" in proc.stderr
     assert list(cache.iterdir()) == []
+
+
+def test_the_users_driver_options_apply_with_ours(tmp_path: Path, events: list[str]) -> None:
+    """A user's spark.driver.extraJavaOptions (spark-defaults.conf) and our JVM plan both
+    reach the driver: the user's option here makes the JVM log its own command line."""
+    conf_dir, vm_log = tmp_path / "spark-conf", tmp_path / "vm.log"
+    conf_dir.mkdir()
+    user = f"-XX:+UnlockDiagnosticVMOptions -XX:+LogVMOutput -XX:LogFile={vm_log}"
+    (conf_dir / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {user}\n")
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events[:500])
+    proc = build(
+        state_dir,
+        tmp_path / "cache",
+        "--master",
+        "nonsense://x",  # Spark's code rejects it: the JVM ran, cheaply
+        "--no-class-archive",
+        SPARK_CONF_DIR=str(conf_dir),
+    )
+    assert proc.returncode == 1 and "JVM: C1 JIT" in proc.stderr
+    assert "-XX:TieredStopAtLevel=1" in vm_log.read_text()  # ours
