@@ -6,8 +6,9 @@ standard HotSpot features cut that (bench/history.py --cold has the numbers):
 
 * an AppCDS archive of the classes a build loads, written by the first build's JVM
   as it exits and mapped by every later one. It is named after the Java runtime and
-  the PySpark version, so an upgrade records a new one; the JVM itself checks the
-  archive and ignores (never fails on) one that does not match;
+  the driver's class path (PySpark's version and place, SPARK_HOME, SPARK_CONF_DIR),
+  so an upgrade or another virtualenv records its own: the JVM maps an archive only
+  for the class path it was recorded with, and ignores (never fails on) any other;
 * the C1 compiler alone (``-XX:TieredStopAtLevel=1``) when the build reads little:
   C2's faster code does not repay its compile time on a small read, but does on a
   big one.
@@ -21,6 +22,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from pathlib import Path
 
 from registry.history.errors import java_binary
@@ -38,7 +40,7 @@ ARCHIVE_GLOB = "spark-*.jsa"
 class JvmPlan:
     """The driver JVM's options for one build, and which class archive it maps or writes."""
 
-    java_options: str  # spark.driver.extraJavaOptions
+    java_options: str  # spark.driver.defaultJavaOptions
     archive: Path | None = None  # the archive this JVM maps
     recording: Path | None = None  # where this JVM writes a new archive as it exits
     target: Path | None = None  # where a recording goes once the JVM exited cleanly
@@ -53,23 +55,32 @@ class JvmPlan:
         return f"JVM: {jit}, no class archive"
 
 
+def _class_path_key() -> str:
+    """What decides the driver's class path, which an archive must match: PySpark's
+    jars (its version and where it is installed) and Spark's conf dir (on the path)."""
+    try:
+        spark = version("pyspark")
+    except PackageNotFoundError:
+        spark = "unknown"
+    spec = find_spec("pyspark")
+    place = str(Path(spec.origin).resolve().parent) if spec and spec.origin else "?"
+    env = [os.environ.get(name, "") for name in ("SPARK_HOME", "SPARK_CONF_DIR")]
+    return ":".join([spark, place, *env])
+
+
 def archive_path(cache_dir: Path) -> Path | None:
-    """The archive for this Java runtime and PySpark, or None without Java."""
+    """The archive for this Java runtime and Spark class path, or None without Java."""
     java = java_binary()
     if java is None:
         return None
     real = java.resolve()
     stat = real.stat()
-    try:
-        spark = version("pyspark")
-    except PackageNotFoundError:
-        spark = "unknown"
-    key = f"{real}:{stat.st_size}:{stat.st_mtime_ns}:{spark}"
+    key = f"{real}:{stat.st_size}:{stat.st_mtime_ns}:{_class_path_key()}"
     return cache_dir / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
 def _quoted(option: str, path: Path) -> str:
-    # Spark splits extraJavaOptions like a shell: quote the path, it may hold spaces
+    # Spark splits java options like a shell: quote the path, it may hold spaces
     return f'{option}="{path}"'
 
 

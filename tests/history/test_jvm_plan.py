@@ -71,6 +71,17 @@ def test_another_java_runtime_gets_another_archive(java_home: Path, tmp_path: Pa
     assert archive_path(tmp_path) != before
 
 
+def test_another_spark_class_path_gets_another_archive(
+    java_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JVM maps an archive only on the class path it was recorded with, and Spark
+    puts its conf dir on that path: another conf dir must not find this archive."""
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    before = archive_path(tmp_path)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    assert archive_path(tmp_path) != before
+
+
 def test_no_java_no_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "missing"))
     assert archive_path(tmp_path) is None
