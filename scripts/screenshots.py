@@ -32,6 +32,7 @@ from textual.widgets import LoadingIndicator  # noqa: E402
 
 from app.settings import Settings  # noqa: E402
 from app.tmux.driver import TmuxDriver  # noqa: E402
+from app.tmux.names import session_name_for  # noqa: E402
 from app.tui.app import ControlRoomApp  # noqa: E402
 from app.tui.registry_source import RegistrySource  # noqa: E402
 from bus import heartbeats  # noqa: E402
@@ -107,7 +108,7 @@ def build_state(state_dir: Path, clock: PinnedClock) -> None:
         registry = Registry.open(state_dir)
         sessions = SessionStore(registry.bus)
         for label, agent in SESSIONS:
-            sessions.create(label, agent)
+            sessions.create(label, agent, tmux_session=session_name_for(label))
         plan: list[tuple[str, str, list[tuple[str, str]]]] = [
             (
                 "alpha",
