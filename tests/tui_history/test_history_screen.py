@@ -4,10 +4,12 @@ charts (not built, damaged, empty), the agent filter and the rebuild action."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from history_app import HistoryApp, open_history
-from history_fixture import write_history
+from history_fixture import FIRST_HOUR, aggregate_rows, write_history
+from textual.geometry import Region
 from textual.widgets import Log, Static
 from tui_helpers import notices, wait_until
 
@@ -16,6 +18,7 @@ from app.tui.screens.main import MainScreen
 from app.tui.widgets.history_charts import HistoryChart
 
 SIZE = (120, 40)
+RESTART_HOUR = FIRST_HOUR + timedelta(hours=9)  # the fixture's first control-room start
 Snap = Callable[..., bool]
 AppFactory = Callable[[], HistoryApp]
 
@@ -162,3 +165,30 @@ async def test_rebuild_from_the_palette(
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_until(pilot, lambda: charts_shown(screen), "the charts after a rebuild")
+
+
+def one_hour(state_dir: Path) -> None:
+    """What a first demo run builds: one hour, two agents, one control-room start."""
+    rows = [row for row in aggregate_rows(days=1, agents=2) if row["hour"] == RESTART_HOUR]
+    write_history(state_dir, days=1, rows=rows)
+
+
+def test_snapshot_one_hour(snap_compare: Snap, make_app: AppFactory, state_dir: Path) -> None:
+    """A one-hour history: each agent's point is a dot mid-chart, not a corner pixel."""
+    one_hour(state_dir)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_history)
+
+
+async def test_one_hour_points_are_dots_mid_chart(make_app: AppFactory, state_dir: Path) -> None:
+    one_hour(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        chart = screen.query_one("#throughput", HistoryChart)
+        width, height = chart.size
+        lines = [strip.text for strip in chart.render_lines(Region(0, 0, width, height))]
+        dots = [(y, x) for y, line in enumerate(lines) for x, c in enumerate(line) if c == "●"]
+        plotted = [(y, x) for y, x in dots if x > width // 4]  # the legend's are at the left
+        assert len(plotted) == 2  # one per agent
+        assert all(abs(x - width // 2) <= 6 for _, x in plotted)

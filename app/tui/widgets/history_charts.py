@@ -18,6 +18,7 @@ HOUR = timedelta(hours=1)
 MARKER_COLOR = "red"  # plotext colour names, not CSS: the restart lines stand out on any theme
 MAX_POINTS = 120  # per series; longer histories are drawn in buckets of hours
 BUCKET_HOURS = (1, 2, 3, 4, 6, 8, 12, 24, 48, 168)
+POINT_MARKER = "●"  # a series of one point: plotext's line marker would draw a quarter block
 MAX_MARKER_LINES = 12  # more restarts than this are drawn as marks, not lines
 Y_AXIS_WIDTH = 8  # columns plotext takes for the y labels and axis, about
 NICE_STEPS = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168, 336, 720, 2160, 8760)
@@ -220,11 +221,18 @@ class HistoryChart(PlotextPlot):
             self.refresh()
             return
         plt.title(data.title)
-        plt.xlim(0, max(1, data.hours - 1))
+        if data.hours == 1:  # one hour (a first demo run): its points mid-chart, not on the edge
+            plt.xlim(-1, 1)
+        else:
+            plt.xlim(0, data.hours - 1)
         if data.y_max is not None:
             plt.ylim(0, data.y_max)
         for series in data.series:
-            if series.xs:
+            if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
+                plt.scatter(
+                    list(series.xs), list(series.ys), marker=POINT_MARKER, label=series.label
+                )
+            elif series.xs:
                 plt.plot(list(series.xs), list(series.ys), label=series.label)
         if len(data.markers) <= MAX_MARKER_LINES:
             for x in data.markers:
