@@ -149,7 +149,8 @@ class MqttSubscriber:
             self.config,
             self.client_id,
             protocol=self._protocol,
-            clean_session=None if v5 else False,
+            # 3.1.1 has no expiry: a session meant to end at disconnect is a clean one
+            clean_session=None if v5 else self.session_expiry_s == 0,
             manual_ack=self.manual_ack,
         )
         client.reconnect_delay_set(self.reconnect_min_s, self.reconnect_max_s)

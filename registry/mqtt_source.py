@@ -9,17 +9,24 @@ reaches the consumer; anything else is dropped with a logged reason.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import logging
+import os
 import queue
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
 
 from bus.messages import Bus
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage
+from bus.mqtt_config import new_client_id
+from bus.mqtt_subscriber import DEFAULT_SESSION_EXPIRY_S
 from registry.errors import EventRejected, InvalidEvent
 from registry.events import Event, parse_event
 from registry.signing import verify
@@ -66,6 +73,41 @@ def verify_payload(payload: bytes, jobs: Mapping[str, WatchedJob]) -> Event:
             f"job {event.job_id} seq {event.seq} belongs to an attempt before the resume"
         )
     return event
+
+
+class ClientIdLock:
+    """Which process on this host holds a client id (a lock file per user and id).
+
+    A broker allows one connection per client id: a second subscriber of the same
+    jobs (two people waiting on one job) took the session over, was taken over in
+    turn, and each missed events in between. The holder keeps the durable session;
+    the others subscribe under ids of their own. The lock goes with its process."""
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self._handle: TextIO | None = None
+
+    def acquire(self) -> bool:
+        """True when this process holds the id now (or no lock file can be made, in
+        which case everyone uses it, as before locking)."""
+        directory = Path(tempfile.gettempdir()) / f"orchestrate-{os.getuid()}"
+        try:
+            directory.mkdir(mode=0o700, exist_ok=True)
+            handle = (directory / f"{self.client_id}.lock").open("a", encoding="utf-8")
+        except OSError:
+            return True
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the file releases the lock
+            self._handle = None
 
 
 def stable_client_id(kind: str, *parts: str, host: str | None = None) -> str:
@@ -128,14 +170,22 @@ class JobEventFeed:
             if job.broker is not None:
                 by_broker.setdefault(job.broker, []).append(job)
         ids = sorted(self.jobs)
+        self._locks: list[ClientIdLock] = []
         for config, group in by_broker.items():
             topics = sorted({job.topic for job in group})
-            client_id = stable_client_id("sub", config.url, *ids, host=host)
+            user = str(os.getuid())  # two users here following one job: two sessions
+            lock = ClientIdLock(stable_client_id("sub", config.url, user, *ids, host=host))
+            if lock.acquire():
+                self._locks.append(lock)
+                client_id, expiry = lock.client_id, DEFAULT_SESSION_EXPIRY_S
+            else:  # another subscriber of these jobs runs here and holds the session
+                client_id, expiry = new_client_id("orch-sub"), 0
             self.subscribers.append(
                 MqttSubscriber(
                     config,
                     topics,
                     client_id=client_id,
+                    session_expiry_s=expiry,
                     manual_ack=True,
                     reconnect_max_s=reconnect_max_s,
                 )
@@ -200,6 +250,8 @@ class JobEventFeed:
         at disconnect). Best effort: a broker that is gone keeps the session.
         """
         for sub in self.subscribers:
+            if sub.session_expiry_s == 0:
+                continue  # a session of our own that ended when we disconnected
             closer = MqttSubscriber(
                 sub.config, sub.topics, client_id=sub.client_id, session_expiry_s=0, protocol="5"
             )
@@ -209,6 +261,13 @@ class JobEventFeed:
                     log.info("could not end session %s: broker unreachable", sub.client_id)
             finally:
                 closer.stop()
+
+    def close(self) -> None:
+        """Let another subscriber of these jobs on this host take the sessions over
+        (after ``stop`` and ``forget_sessions``, which still use them)."""
+        for lock in self._locks:
+            lock.release()
+        self._locks.clear()
 
     # -- reader threads --------------------------------------------------------
 

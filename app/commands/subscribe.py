@@ -103,10 +103,13 @@ def subscribe(
         jobs,
         bus_factory=settings.open_bus,
     )
-    with feed:
-        follow(feed, waiter)
-    if all(outcome.status != "timeout" for outcome in waiter.outcomes.values()):
-        feed.forget_sessions()
+    try:
+        with feed:
+            follow(feed, waiter)
+        if all(outcome.status != "timeout" for outcome in waiter.outcomes.values()):
+            feed.forget_sessions()
+    finally:
+        feed.close()
     for outcome in waiter.outcomes.values():
         seq = f" (seq {outcome.event.seq})" if outcome.event is not None else ""
         reason = f": {outcome.reason}" if outcome.reason else ""

@@ -265,3 +265,19 @@ def test_a_subscriber_run_again_resumes_its_session(broker, cli, spawn) -> None:
     publish(cli, job_id, "completed")
     assert second.wait() == 0, second.stderr
     assert events(second.stdout) == [(1, "started"), (2, "progress"), (3, "completed")]
+
+
+def test_two_subscribers_of_one_job_both_see_it_end(broker, cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    """Two people (or agents) waiting on the same job at once, from the same host and
+    state dir: both see every event and both exit 0."""
+    job_id = register(cli, broker)
+    first = spawn("subscribe", "--job", job_id, "--timeout", "30")
+    first.wait_stderr(f"following {job_id}")
+    second = spawn("subscribe", "--job", job_id, "--timeout", "30")
+    second.wait_stderr(f"following {job_id}")
+    for event in ("started", "progress", "completed"):
+        publish(cli, job_id, event)
+    expected = [(1, "started"), (2, "progress"), (3, "completed")]
+    for subscriber in (first, second):
+        assert subscriber.wait() == 0, subscriber.stderr
+        assert events(subscriber.stdout) == expected
