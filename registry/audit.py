@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from registry.errors import JobNotFound
-from registry.events import Event
+from registry.events import Event, is_job_id
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,6 @@ REDACTED: Final = "<redacted>"
 AuditEntry = dict[str, Any]
 """One parsed events.ndjson line: ``ts``, ``kind``, ``job_id`` and kind-specific keys."""
 
-_JOB_ID = re.compile(r"[0-9a-f]{8}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -71,7 +70,7 @@ class AuditLog:
     def job_dir(self, job_id: str) -> Path:
         """The directory of ``job_id``'s log; ValueError for a malformed id
         (it becomes a path, so nothing like ``../x`` may pass)."""
-        if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
+        if not is_job_id(job_id):
             raise ValueError(f"not a job id: {job_id!r:.40}")
         return self.root / job_id
 
@@ -195,7 +194,7 @@ class AuditLog:
             return []
         jobs = []
         for job_id in names:
-            if not _JOB_ID.fullmatch(job_id):
+            if not is_job_id(job_id):
                 continue
             meta = _read_json(self.root / job_id / META_FILE)
             status = _read_json(self.root / job_id / STATUS_FILE)

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from registry.errors import InvalidEvent
 
@@ -180,9 +180,15 @@ def build_event(
     )
 
 
+def is_job_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a job id: 8 lowercase hex digits (the registry's
+    ``secrets.token_hex(4)``). The one test of it, for events, audit logs and the CLI."""
+    return isinstance(value, str) and _JOB_ID.fullmatch(value) is not None
+
+
 def check_job_id(value: object) -> str:
     """``value`` if it is a job id (8 lowercase hex digits), else InvalidEvent."""
-    if not isinstance(value, str) or not _JOB_ID.fullmatch(value):
+    if not is_job_id(value):
         raise InvalidEvent(f"job_id must be 8 lowercase hex digits, got {_one_line(repr(value))}")
     return value
 

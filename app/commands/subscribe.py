@@ -17,7 +17,6 @@ Events are never accepted unverified from MQTT for a signing job.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 
@@ -26,13 +25,13 @@ import click
 from app.settings import Settings
 from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
+from registry.events import is_job_id
 from registry.jobs import Registry
 from registry.mqtt_source import FedEvent, JobEventFeed, WatchedJob
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
 from registry.waiter import JobWaiter
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
-_JOB_ID = re.compile(r"[0-9a-f]{8}")
 
 
 def watched_job(registry: Registry, job_id: str, env_token_used: list[str]) -> WatchedJob:
@@ -44,7 +43,7 @@ def watched_job(registry: Registry, job_id: str, env_token_used: list[str]) -> W
     if job is not None:
         broker = resolve_broker(os.environ, job.broker) if job.broker is not None else None
         return WatchedJob(job.job_id, job.events_topic, job.auth_token, broker, job.seq_floor)
-    if not _JOB_ID.fullmatch(job_id):
+    if not is_job_id(job_id):
         raise InvalidJobInput(f"{job_id!r} is not a job id (8 lowercase hex digits)")
     token = os.environ.get(TOKEN_ENV)
     broker = resolve_broker(os.environ, None)
