@@ -5,7 +5,9 @@ survives a crashed pane (seed 000 §2.2: the seq is backed by ``last_seq``).
 With no registry here to hold ``last_seq``, a small file per job under the
 state dir does, advanced under ``flock`` so two panes of one job never take
 the same seq. The number is written in place at a fixed width, so a crash
-mid-write can leave the old value or the new one, never an empty file.
+mid-write can leave the old value or the new one, never an empty file; and it
+is on disk (fdatasync, ~0.1 ms here) before the event goes out, so a power cut
+cannot roll it back under an event already sent.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ _WIDTH = 20  # digits: any seq the wire allows fits
 def seq_path(state_dir: Path, job_id: str) -> Path:
     """Where the counter of ``job_id`` lives (the id is checked: it names a file)."""
     return state_dir / SEQ_DIR / f"{check_job_id(job_id)}.seq"
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def next_seq(state_dir: Path, job_id: str) -> int:
@@ -46,6 +56,9 @@ def next_seq(state_dir: Path, job_id: str) -> int:
             raise RegistryError(f"seq file {path} is damaged ({text[:20]!r}); fix or remove it")
         seq = int(text or "0") + 1
         os.pwrite(fd, f"{seq:0{_WIDTH}d}\n".encode("ascii"), 0)
+        os.fdatasync(fd)
+        if not text:  # a new file: its name must be on disk too, or the count restarts
+            _sync_dir(path.parent)
         return seq
     finally:
         os.close(fd)  # also releases the lock

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,29 @@ def test_a_bad_job_id_or_a_damaged_file_is_refused_and_left_alone(tmp_path: Path
     with pytest.raises(RegistryError, match="is damaged"):
         next_seq(tmp_path, "abcdef12")
     assert path.read_text() == "12x\n"
+
+
+def test_each_seq_is_on_disk_before_it_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The value is synced before next_seq returns (the event goes out after), and a new
+    counter file's directory entry too: a power cut must not hand out a seq twice."""
+    synced: list[str] = []
+    real_fdatasync, real_fsync = os.fdatasync, os.fsync
+
+    def fdatasync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fdatasync(fd)
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(os, "fsync", fsync)
+    path = seq_path(tmp_path, "abcdef12").resolve()  # as /proc names it
+    assert next_seq(tmp_path, "abcdef12") == 1
+    assert synced == [str(path), str(path.parent)]
+    synced.clear()
+    assert next_seq(tmp_path, "abcdef12") == 2
+    assert synced == [str(path)]
