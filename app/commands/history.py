@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from datetime import datetime
 
@@ -65,6 +66,7 @@ def build(
 
     if not java_available():
         raise JavaNotFound()
+    signal.signal(signal.SIGTERM, _interrupt)
     paths = HistoryPaths(settings.state_dir)
     if input_uri is None and settings.db_path.exists():
         _export_bus(settings)  # the default input: bring it up to date first
@@ -78,7 +80,7 @@ def build(
             spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
         )
     except BaseException:
-        stop_session(spark)  # a failed or interrupted build does not wait for an archive
+        stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
         raise
     if jvm.recording is not None:
         _progress("saving the JVM class archive (once)")
@@ -90,6 +92,12 @@ def build(
         f"{report.malformed} malformed line(s) skipped; {report.facts_rows} facts in all; "
         f"{report.seconds:.1f} s"
     )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (the TUI closing during a rebuild, `kill`) ends a build as Ctrl-C does,
+    through its clean-up: by default Python would just die and leave the JVM behind."""
+    raise KeyboardInterrupt
 
 
 def _export_bus(settings: Settings) -> None:

@@ -131,3 +131,42 @@ def test_the_users_driver_options_apply_with_ours(tmp_path: Path, events: list[s
     )
     assert proc.returncode == 1 and "JVM: C1 JIT" in proc.stderr
     assert "-XX:TieredStopAtLevel=1" in vm_log.read_text()  # ours
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids of live processes whose command line mentions ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
+    tmp_path: Path, events: list[str]
+) -> None:
+    """SIGTERM (the TUI closing mid-rebuild) during a build that records the archive:
+    the JVM is killed rather than left writing ~190 MB, and its partial file removed."""
+    cache = tmp_path / "cache"
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events)
+    argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
+    proc = subprocess.Popen(
+        [*argv, *SMALL],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "first build: full" in line:  # Spark is up, the build begins
+            break
+    proc.terminate()
+    assert proc.wait(timeout=60) == 130
+    assert _processes_naming(str(cache)) == []  # no JVM still writing into the cache
+    assert list(cache.iterdir()) == []
