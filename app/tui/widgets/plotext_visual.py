@@ -30,7 +30,9 @@ from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
 Run = tuple[str, str]  # text of a run of same-coloured cells, their ANSI codes
-_COLOURS: dict[str, Style] = {}  # ANSI codes -> their style, as the round trip gives it
+# ANSI codes -> their style, as the round trip gives it. The same for every app theme:
+# Textual keeps the 16 standard colours as ANSI numbers, resolved when drawn.
+_COLOURS: dict[str, Style] = {}
 
 
 def _cell_colours(cell: tuple[Any, ...]) -> tuple[Any, ...]:
