@@ -35,12 +35,13 @@ from bus.errors import BusError
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
 from registry.jobs import Recorded, Registry
-from registry.mqtt_source import stable_client_id
+from registry.mqtt_source import ClientIdLock, stable_client_id
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "jobs"
-HeaderState = Literal["connected", "reconnecting", "none"]
+STANDBY_RETRY_S = 1.0  # how often a waiting bridge tries to take over
+HeaderState = Literal["connected", "reconnecting", "standby", "none"]
 Outcome = Literal["recorded", "duplicate", "refused"]
 # Errors retrying can fix: the database locked by a long writer, a disk or a
 # permission problem being repaired. Anything the registry refuses is final.
@@ -123,10 +124,14 @@ class IngestBridge:
         self._write_lock = threading.Lock()  # held by a commit, or a WAL restart
         self.stats = IngestStats()
         self._subscriber: MqttSubscriber | None = None
+        self._standby = False
 
     @property
     def state(self) -> HeaderState:
-        """What the TUI header shows: connected, reconnecting (or still connecting), none."""
+        """What the TUI header shows: connected, reconnecting (or still connecting),
+        standby (another bridge of this state dir ingests), none."""
+        if self._standby:
+            return "standby"
         sub = self._subscriber
         if sub is None or sub.state is ConnectionState.NONE:
             return "none"
@@ -149,7 +154,25 @@ class IngestBridge:
         Opens its own registry connection, so call it in the thread that runs it.
         Messages received but not committed when it stops are not acknowledged:
         the broker delivers them again to the next run.
+
+        One bridge per state dir ingests: a second (two control rooms open on one
+        state dir) would share the client id, and the broker would hand the session
+        back and forth between them. It waits instead, and takes over when the
+        first one stops.
         """
+        lock = ClientIdLock(self.client_id)
+        while not lock.acquire():
+            self._standby = True
+            if stop.wait(STANDBY_RETRY_S):
+                self._standby = False
+                return
+        self._standby = False
+        try:
+            self._run(stop)
+        finally:
+            lock.release()
+
+    def _run(self, stop: threading.Event) -> None:
         registry = Registry.open(
             self.state_dir, busy_timeout_ms=self.busy_timeout_ms, audited=self.audited
         )

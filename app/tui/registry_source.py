@@ -280,6 +280,12 @@ class RegistrySource:
         if state == "reconnecting" and error and self._broker_state != "reconnecting":
             notices.append(f"MQTT broker unreachable ({error}); the SQLite bus still works")
             self._broker_state = state
+        elif state == "standby" and self._broker_state != "standby":
+            notices.append(
+                "Another control room on this state dir ingests MQTT events; "
+                "this one takes over when it closes"
+            )
+            self._broker_state = state
         elif state != "reconnecting" or error:
             self._broker_state = state
         return state

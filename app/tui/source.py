@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
 SessionState = Literal["running", "stopped", "terminated", "archived"]
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown"]
-BrokerState = Literal["connected", "reconnecting", "none"]
+BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
 
 JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")

@@ -234,3 +234,28 @@ def test_ingest_command(broker, cli, spawn, state_dir) -> None:  # type: ignore[
     assert "3 recorded" in bridge.stderr[-1]
     logs = cli("job", "logs", job_id, "--json").stdout.splitlines()
     assert sum(json.loads(line)["kind"] == "received" for line in logs) == 3
+
+
+def test_two_control_rooms_on_one_state_dir_take_turns(broker, state_dir, run_bridge) -> None:  # type: ignore[no-untyped-def]
+    """Two `orchestrate watch` on one state dir each run a bridge with the same client
+    id. One ingests; the other waits (never kicking it off the broker), and takes
+    over when the first stops. Every event lands once."""
+    job_id, token = remote_job(state_dir, broker)
+    first = run_bridge(broker)
+    second = IngestBridge(state_dir, broker.config())
+    second_thread = BridgeThread(second)
+    second_thread.thread.start()
+    assert wait_for(lambda: second.state == "standby", 15)
+    events = agent_events(job_id, token, 6)
+    topic = f"jobs/{job_id}/events"
+    for event in events[:3]:
+        raw_publish(broker, topic, event.to_bytes())
+    assert wait_for(lambda: first.bridge.stats.recorded == 3)
+    assert first.bridge._subscriber._connection == 1  # never taken over
+    first.stop()
+    assert wait_for(lambda: second.state == "connected", 15)
+    for event in events[3:]:
+        raw_publish(broker, topic, event.to_bytes(), retain=event.is_terminal)
+    assert wait_for(lambda: second.stats.recorded == 3)
+    second_thread.stop()
+    assert bus_event_seqs(state_dir, job_id) == [1, 2, 3, 4, 5, 6]

@@ -19,6 +19,7 @@ from app.tui.screens.job_detail import JobDetailScreen
 from bus.mqtt_config import BrokerConfig
 from registry.ingest import IngestBridge
 from registry.jobs import Registry
+from registry.mqtt_source import ClientIdLock
 from registry.sessions import SessionStore
 
 SIZE = (120, 40)
@@ -135,3 +136,22 @@ async def test_unreachable_broker_shows_reconnecting(
         assert app.main.snapshot.broker_state == "reconnecting"
         job = registry.register("still live", "claude", "alpha")
         await wait_until(pilot, lambda: job.job_id in jobs_table(app).rows, "the new job")
+
+
+async def test_a_second_control_room_waits_to_ingest(
+    state_dir: Path, make_app: MakeApp, tmux_socket: str
+) -> None:
+    """Another control room already ingests this state dir's MQTT events (it holds the
+    bridge's client id): this one says so, shows standby, and takes over once free."""
+    bridge = IngestBridge(state_dir, BrokerConfig("127.0.0.1", free_port()), reconnect_max_s=1)
+    first = ClientIdLock(bridge.client_id)
+    assert first.acquire()
+    source = RegistrySource(Settings(state_dir), tmux_socket=tmux_socket, bridge=bridge)
+    app = make_app(source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_notice(pilot, app, "Another control room on this state dir ingests")
+        assert app.main.snapshot.broker_state == "standby"
+        first.release()
+        await wait_until(
+            pilot, lambda: app.main.snapshot.broker_state == "reconnecting", "the take-over"
+        )

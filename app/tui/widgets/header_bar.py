@@ -9,7 +9,12 @@ from textual.widget import Widget
 from app.tui.source import JOB_STATUSES, Snapshot
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
 
-BROKER_COLOURS = {"connected": "success", "reconnecting": "warning", "none": "foreground-darken-2"}
+BROKER_COLOURS = {
+    "connected": "success",
+    "reconnecting": "warning",
+    "standby": "foreground-darken-2",
+    "none": "foreground-darken-2",
+}
 
 
 class HeaderBar(Widget):
