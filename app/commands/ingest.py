@@ -38,13 +38,24 @@ def print_recorded(recorded: Recorded) -> None:
 
 def announce(bridge: IngestBridge, stop: threading.Event, patience_s: float = 3.0) -> None:
     """Say on stderr when the bridge is first subscribed (scripts wait for this line),
-    and once if the broker cannot be reached for a while (it keeps retrying)."""
+    once if another bridge of this state dir runs (this one waits), and once if the
+    broker cannot be reached for a while (it keeps retrying)."""
     deadline: float | None = time.monotonic() + patience_s
+    said_standby = False
     while not stop.wait(0.05):
         if bridge.state == "connected":
             click.echo(f"orchestrate: ingesting {bridge.topic} from {bridge.config.url}", err=True)
             return
-        if deadline is not None and time.monotonic() > deadline:
+        if bridge.state == "standby":
+            if not said_standby:
+                said_standby = True
+                click.echo(
+                    f"orchestrate: another ingest (or control room) already ingests into "
+                    f"{bridge.state_dir}; waiting to take over when it stops",
+                    err=True,
+                )
+            deadline = time.monotonic() + patience_s  # patience starts once it connects
+        elif deadline is not None and time.monotonic() > deadline:
             deadline = None
             why = bridge.last_error or "no answer"
             click.echo(

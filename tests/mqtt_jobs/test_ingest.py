@@ -216,7 +216,8 @@ def test_events_published_while_the_bridge_is_down_arrive_later(
 
 def test_ingest_command(broker, cli, spawn, state_dir) -> None:  # type: ignore[no-untyped-def]
     """`orchestrate ingest` prints one JSON line per committed event and stops cleanly
-    on SIGTERM; with no broker configured it says so in one line and exits 1."""
+    on SIGTERM; a second one on the same state dir says it waits; with no broker
+    configured it says so in one line and exits 1."""
     refused = cli("ingest")
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert "no MQTT broker configured" in refused.stderr
@@ -226,6 +227,10 @@ def test_ingest_command(broker, cli, spawn, state_dir) -> None:  # type: ignore[
     for event in agent_events(job_id, token, 3):
         raw_publish(broker, f"jobs/{job_id}/events", event.to_bytes(), retain=event.is_terminal)
     assert wait_for(lambda: len(bridge.stdout) == 3)
+    second = spawn("ingest", env={"MQTT_BROKER": "127.0.0.1", "MQTT_PORT": str(broker.port)})
+    second.wait_stderr("already ingests into")  # and waits, rather than take the session
+    second.proc.send_signal(signal.SIGTERM)
+    assert second.wait() == 0 and "0 recorded" in second.stderr[-1]
     bridge.proc.send_signal(signal.SIGTERM)
     assert bridge.wait() == 0, bridge.stderr
     lines = [json.loads(line) for line in bridge.stdout]
