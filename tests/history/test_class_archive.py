@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,31 @@ def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
     assert proc.wait(timeout=60) == 130
     assert _processes_naming(str(cache)) == []  # no JVM still writing into the cache
     assert list(cache.iterdir()) == []
+
+
+def test_a_build_killed_while_its_jvm_starts_leaves_no_jvm(
+    tmp_path: Path, events: list[str]
+) -> None:
+    """SIGTERM before Spark is up: PySpark has no handle on the JVM yet (and starts it
+    ignoring SIGINT), which used to leave it running, orphaned, for good."""
+    cache = tmp_path / "cache"
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events[:500])
+    argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
+    proc = subprocess.Popen(
+        [*argv, *SMALL],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "JVM: " in line:  # the next step starts the JVM, which takes seconds
+            break
+    time.sleep(1.5)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 130
+    assert "first build" not in proc.stderr.read()  # it was still starting
+    time.sleep(1)
+    assert _processes_naming(str(cache)) == []
