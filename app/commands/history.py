@@ -66,7 +66,8 @@ def build(
 
     if not java_available():
         raise JavaNotFound()
-    signal.signal(signal.SIGTERM, _interrupt)
+    for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop_signal, _interrupt)
     paths = HistoryPaths(settings.state_dir)
     if input_uri is None and settings.db_path.exists():
         _export_bus(settings)  # the default input: bring it up to date first
@@ -95,8 +96,9 @@ def build(
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (the TUI closing during a rebuild, `kill`) ends a build as Ctrl-C does,
-    through its clean-up: by default Python would just die and leave the JVM behind."""
+    """SIGTERM (the TUI closing during a rebuild, `kill`) or SIGHUP (its terminal
+    closed) ends a build as Ctrl-C does, through its clean-up: by default Python would
+    just die and leave the JVM behind."""
     raise KeyboardInterrupt
 
 
