@@ -62,31 +62,35 @@ def build(
     """Read the bus export, append facts parquet, recompute hourly aggregates."""
     from registry.history.jvm import plan_jvm
     from registry.history.spark_job import create_session, run_build, stop_session
-    from registry.history.watermark import bytes_to_read, resolve_input
+    from registry.history.watermark import build_lock, bytes_to_read, resolve_input
 
     if not java_available():
         raise JavaNotFound()
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
     paths = HistoryPaths(settings.state_dir)
-    if input_uri is None and settings.db_path.exists():
-        _export_bus(settings)  # the default input: bring it up to date first
-    spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM starts
-    jvm = plan_jvm(find_cache_dir() if class_archive else None, bytes_to_read(spec, paths, full))
-    _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
-    _progress(jvm.describe())
-    spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm)
-    try:
-        report = run_build(
-            spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
+    with build_lock(paths):  # before anything slow: a second build is refused at once
+        if input_uri is None and settings.db_path.exists():
+            _export_bus(settings)  # the default input: bring it up to date first
+        spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
+        read_bytes = bytes_to_read(spec, paths, full)
+        jvm = plan_jvm(find_cache_dir() if class_archive else None, read_bytes)
+        _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
+        _progress(jvm.describe())
+        spark = create_session(
+            master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm
         )
-    except BaseException:
-        stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
-        raise
-    if jvm.recording is not None:
-        _progress("saving the JVM class archive (once)")
-    if stop_session(spark, jvm):
-        _progress(f"class archive saved: {jvm.target}")
+        try:
+            report = run_build(
+                spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
+            )
+        except BaseException:
+            stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
+            raise
+        if jvm.recording is not None:
+            _progress("saving the JVM class archive (once)")
+        if stop_session(spark, jvm):
+            _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
         f"{kind} build: {report.new_facts} new fact(s) from {report.lines_read} line(s), "

@@ -51,5 +51,9 @@ class CorruptHistory(HistoryError):
     """The parquet or state files under history/ cannot be read."""
 
 
+class BuildAlreadyRunning(HistoryError):
+    """Another build holds this state dir's build lock."""
+
+
 class HistoryBuildFailed(HistoryError):
     """Spark itself failed (bad master URL, executor lost, unreadable input)."""

@@ -122,6 +122,11 @@ class HistoryPaths:
         return self.root / "staging"
 
     @property
+    def build_lock(self) -> Path:
+        """Held (flock) by the one build running on this state dir."""
+        return self.root / "build.lock"
+
+    @property
     def spark_log(self) -> Path:
         """Where the JVM's own log lines go, so the terminal shows only progress."""
         return self.root / "spark.log"

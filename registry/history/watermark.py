@@ -15,17 +15,19 @@ append of an incremental one, and the journal that makes that append undoable.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from registry.history.errors import CorruptHistory, NoHistoryInput
+from registry.history.errors import BuildAlreadyRunning, CorruptHistory, NoHistoryInput
 from registry.history.schema import HistoryPaths
 
 STATE_VERSION = 1
@@ -65,6 +67,23 @@ class BuildState:
     def from_dict(cls, raw: dict[str, Any]) -> BuildState:
         files = {name: FileMark(**mark) for name, mark in raw.pop("files", {}).items()}
         return cls(files=files, **raw)
+
+
+@contextlib.contextmanager
+def build_lock(paths: HistoryPaths) -> Iterator[None]:
+    """One build at a time per state dir, refused at once otherwise: two incremental
+    builds would both append the facts of the same new lines (counted twice), and
+    two full ones race on swapping the facts in. The lock ends with its process."""
+    paths.root.mkdir(parents=True, exist_ok=True)
+    with paths.build_lock.open("a", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildAlreadyRunning(
+                f"another history build is running on {paths.root} (a rebuild in the "
+                "control room, or another `history build`): wait for it to finish"
+            ) from None
+        yield
 
 
 def load_state(paths: HistoryPaths) -> BuildState | None:

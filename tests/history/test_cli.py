@@ -15,6 +15,10 @@ import pytest
 
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, load_history
+from registry.history.schema import HistoryPaths
+from registry.history.synthetic import generate_lines
+from registry.history.watermark import build_lock
+from tests.history.history_files import write_export
 
 HOUR = datetime(2026, 1, 1, 9, tzinfo=UTC)
 
@@ -170,3 +174,16 @@ def test_build_brings_the_bus_export_up_to_date_first(tmp_path: Path) -> None:
     exported = (tmp_path / "export" / "bus.jsonl").read_text().splitlines()
     types = [json.loads(line)["type"] for line in exported]
     assert "job.registered" in types and "job.event" in types
+
+
+def test_a_second_build_at_once_is_refused_before_spark(fixed_history: Path) -> None:
+    """While a build runs on the state dir (holding its lock), another is one line and
+    exit 1 at once, touching nothing: two would append the same new facts twice."""
+    write_export(fixed_history, generate_lines(50, seed=5))
+    paths = HistoryPaths(fixed_history)
+    with build_lock(paths):
+        before = {p: p.read_bytes() for p in paths.root.rglob("*") if p.is_file()}
+        proc = orchestrate(fixed_history, "history", "build")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "another history build is running" in proc.stderr
+    assert {p: p.read_bytes() for p in paths.root.rglob("*") if p.is_file()} == before
