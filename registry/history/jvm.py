@@ -18,8 +18,10 @@ Nothing here imports pyspark: the CLI plans the JVM before starting it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
@@ -138,3 +140,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def kill_starting_jvm() -> None:
+    """Kill the Spark JVM this process was starting. PySpark keeps no handle on it
+    until it is up, and starts it ignoring SIGINT: interrupted in between, it was
+    left running for good, orphaned (seen still there minutes later)."""
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):  # Linux; elsewhere nothing to find
+        try:
+            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if parent == me and (b"org.apache.spark" in command or b"spark-" in command):
+            with contextlib.suppress(OSError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -42,7 +41,7 @@ from registry.history.errors import (
     JavaNotFound,
     java_available,
 )
-from registry.history.jvm import JvmPlan, keep_recording
+from registry.history.jvm import JvmPlan, keep_recording, kill_starting_jvm
 from registry.history.schema import (
     CONTROL_STARTED,
     CORRUPT_COLUMN,
@@ -148,28 +147,12 @@ def create_session(
         where = f" (JVM log: {log_path})" if log_path else ""
         raise HistoryBuildFailed(f"cannot start Spark with master {master!r}{where}") from exc
     except BaseException:  # interrupted (Ctrl-C, SIGTERM) while the JVM starts
-        _kill_starting_jvm()
+        kill_starting_jvm()
         if jvm is not None:
             keep_recording(jvm, None)
         raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def _kill_starting_jvm() -> None:
-    """Kill the Spark JVM this process was starting. PySpark keeps no handle on it
-    until it is up, and starts it ignoring SIGINT: interrupted in between, it was
-    left running for good, orphaned (seen still there minutes later)."""
-    me = str(os.getpid())
-    for stat in Path("/proc").glob("[0-9]*/stat"):  # Linux; elsewhere nothing to find
-        try:
-            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            continue
-        if parent == me and (b"org.apache.spark" in command or b"spark-" in command):
-            with contextlib.suppress(OSError):
-                os.kill(int(stat.parent.name), signal.SIGKILL)
 
 
 def stop_session(spark: SparkSession, jvm: JvmPlan | None = None, *, failed: bool = False) -> bool:

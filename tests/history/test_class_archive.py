@@ -147,14 +147,9 @@ def _processes_naming(text: str) -> list[int]:
     return found
 
 
-def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
-    tmp_path: Path, events: list[str]
-) -> None:
-    """SIGTERM (the TUI closing mid-rebuild) during a build that records the archive:
-    the JVM is killed rather than left writing ~190 MB, and its partial file removed."""
-    cache = tmp_path / "cache"
-    state_dir = tmp_path / "state"
-    write_export(state_dir, events)
+def build_until(state_dir: Path, cache: Path, progress: str) -> subprocess.Popen[str]:
+    """`orchestrate history build` in a fresh process, returned once its progress on
+    stderr shows ``progress`` (what it prints after is left in ``proc.stderr``)."""
     argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
     proc = subprocess.Popen(
         [*argv, *SMALL],
@@ -165,8 +160,20 @@ def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
     )
     assert proc.stderr is not None
     for line in proc.stderr:
-        if "first build: full" in line:  # Spark is up, the build begins
-            break
+        if progress in line:
+            return proc
+    raise AssertionError(f"the build ended before printing {progress!r}")
+
+
+def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
+    tmp_path: Path, events: list[str]
+) -> None:
+    """SIGTERM (the TUI closing mid-rebuild) during a build that records the archive:
+    the JVM is killed rather than left writing ~190 MB, and its partial file removed."""
+    cache = tmp_path / "cache"
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events)
+    proc = build_until(state_dir, cache, "first build: full")  # Spark is up, the build begins
     proc.terminate()
     assert proc.wait(timeout=60) == 130
     assert _processes_naming(str(cache)) == []  # no JVM still writing into the cache
@@ -181,21 +188,11 @@ def test_a_build_killed_while_its_jvm_starts_leaves_no_jvm(
     cache = tmp_path / "cache"
     state_dir = tmp_path / "state"
     write_export(state_dir, events[:500])
-    argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
-    proc = subprocess.Popen(
-        [*argv, *SMALL],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "JVM: " in line:  # the next step starts the JVM, which takes seconds
-            break
+    proc = build_until(state_dir, cache, "JVM: ")  # next it starts the JVM: seconds
     time.sleep(1.5)
     proc.terminate()
     assert proc.wait(timeout=60) == 130
+    assert proc.stderr is not None
     assert "first build" not in proc.stderr.read()  # it was still starting
     time.sleep(1)
     assert _processes_naming(str(cache)) == []
