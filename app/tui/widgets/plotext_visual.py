@@ -9,7 +9,8 @@ very path of the round trip (plotext's own ANSI codes, Rich's decoder, Textual's
 ``Content``), so the screen looks exactly the same; ``test_plotext_visual`` checks it.
 
 Depends on two internals of plotext's figure that ``build()`` itself calls
-(``_set_sizes``, ``_build_matrix``) and on its matrix's four cell grids.
+(``_set_sizes``, ``_build_matrix``) and on its matrix's four cell grids. The figure
+builds with plotext's line helpers swapped for exact faster ones (``plotext_fast``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from textual.visual import RenderOptions, Visual
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
+from app.tui.widgets.plotext_fast import fast_line_helpers
+
 Run = tuple[str, str]  # text of a run of same-coloured cells, their ANSI codes
 # ANSI codes -> their style, as the round trip gives it. The same for every app theme:
 # Textual keeps the 16 standard colours as ANSI numbers, resolved when drawn.
@@ -45,7 +48,8 @@ def plot_runs(plot: Plot) -> list[list[Run]]:
     The same steps as ``build()`` but the last (writing the ANSI canvas string)."""
     figure: Any = plot  # the internals below are not in textual-plotext's stubs
     figure._set_sizes()
-    figure._build_matrix()
+    with fast_line_helpers():
+        figure._build_matrix()
     matrix = figure.monitor.matrix
     lines: list[list[Run]] = []
     for row in reversed(range(matrix.rows)):
