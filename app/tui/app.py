@@ -361,7 +361,7 @@ class ControlRoomApp(App[None]):
             while self.screen is not history:
                 self.pop_screen()
             return
-        self.push_screen(history)
+        history.open(self)
 
     def _to_main(self) -> None:
         while len(self.screen_stack) > 1:

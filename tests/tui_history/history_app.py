@@ -16,8 +16,8 @@ from app.tui.widgets.history_charts import HistoryChart
 
 
 class HistoryApp(ControlRoomApp):
-    """The control room with its state dir in `settings`, opening the shared History
-    screen (what `ControlRoomApp.action_history` does once it uses `shared`)."""
+    """The control room with its state dir in `settings`; `h` opens the History
+    screen as in the real app (`ControlRoomApp.action_history`)."""
 
     def __init__(self, state_dir: Path) -> None:
         super().__init__(
@@ -29,16 +29,13 @@ class HistoryApp(ControlRoomApp):
         )
         self.settings = Settings(state_dir=state_dir)
 
-    def action_history(self) -> None:
-        if not isinstance(self.screen, HistoryScreen):
-            self.push_screen(HistoryScreen.shared(self))
-
 
 async def open_history(pilot: Pilot[Any]) -> HistoryScreen:
     """Press h and wait until the first load is in and every chart has drawn it
     (scripts/screenshots.py uses this too)."""
     await wait_until(pilot, lambda: pilot.app.polls_applied > 0, "the first poll")  # type: ignore[attr-defined]
     await pilot.press("h")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, HistoryScreen), "the screen")
     screen = pilot.app.screen
     assert isinstance(screen, HistoryScreen)
     await wait_until(pilot, lambda: screen.load_count >= 1, "the first history load")

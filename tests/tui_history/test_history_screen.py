@@ -3,17 +3,21 @@ charts (not built, damaged, empty), the agent filter and the rebuild action."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 from history_app import HistoryApp, open_history
 from history_fixture import FIRST_HOUR, aggregate_rows, write_history
 from textual.geometry import Region
-from textual.widgets import Log, Static
+from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
-from app.tui.screens.history import HistoryScreen
+import app.tui.screens.history as history_module
+from app.tui.screens.history import OPEN_WAIT_S, HistoryScreen
 from app.tui.screens.main import MainScreen
 from app.tui.widgets.history_charts import HistoryChart
 
@@ -192,3 +196,88 @@ async def test_one_hour_points_are_dots_mid_chart(make_app: AppFactory, state_di
         plotted = [(y, x) for y, x in dots if x > width // 4]  # the legend's are at the left
         assert len(plotted) == 2  # one per agent
         assert all(abs(x - width // 2) <= 6 for _, x in plotted)
+
+
+class Spy:
+    """Counts calls to a function it wraps, optionally slowing it down."""
+
+    def __init__(self, function: Callable[..., Any], delay_s: float = 0.0) -> None:
+        self.function = function
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        time.sleep(self.delay_s)
+        return self.function(*args)
+
+
+async def test_h_opens_the_screen_drawn(
+    make_app: AppFactory, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`h` reads the history first, then shows the screen with its charts on the first
+    frame: no loading indicator in between, one read; `h` again while it reads does
+    not open a second screen."""
+    write_history(state_dir)
+    reads = Spy(history_module.read_history)
+    monkeypatch.setattr(history_module, "read_history", reads)
+    shown_loading: list[HistoryScreen] = []
+    show_loading = HistoryScreen._show_loading
+
+    def spy_show_loading(screen: HistoryScreen) -> None:
+        shown_loading.append(screen)
+        show_loading(screen)
+
+    monkeypatch.setattr(HistoryScreen, "_show_loading", spy_show_loading)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
+        await pilot.press("h", "h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "the screen")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
+        assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
+        await pilot.pause(0.2)  # past OPEN_WAIT_S: nothing else arrives
+        assert (reads.calls, len(shown_loading), screen.load_count) == (1, 0, 1)
+        assert not screen.query(LoadingIndicator)
+        assert len(app.screen_stack) == 2
+
+
+async def test_a_slow_read_opens_the_screen_loading(
+    make_app: AppFactory, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read slower than OPEN_WAIT_S: the screen opens anyway, loading, and the
+    charts appear when the read lands (no second read)."""
+    write_history(state_dir)
+    reads = Spy(history_module.read_history, delay_s=OPEN_WAIT_S + 0.4)
+    monkeypatch.setattr(history_module, "read_history", reads)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "the screen")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
+        assert screen.loading_history and screen.query_one("#history-body").loading
+        assert screen.load_count == 0 and not charts_shown(screen)
+        await wait_until(pilot, lambda: screen.load_count == 1, "the read")
+        await pilot.pause()
+        assert charts_shown(screen) and not screen.query(LoadingIndicator)
+        assert reads.calls == 1
+
+
+async def test_coming_back_reads_again(make_app: AppFactory, state_dir: Path) -> None:
+    """esc, then `h` again: the screen is the same one and picks up a newer build."""
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        assert screen.snapshot is not None and len(screen.snapshot.agents) == 3
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        write_history(state_dir, agents=5)  # a build run from the CLI meanwhile
+        await pilot.press("h")
+        await wait_until(pilot, lambda: screen.load_count == 2, "the second load")
+        assert app.screen is screen and len(screen.snapshot.agents) == 5

@@ -31,6 +31,7 @@ from registry.history.reader import HistorySnapshot, load_history
 
 SCREEN_NAME = "history"
 BUILD_LOG_LINES = 500
+OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,10 @@ class HistoryScreen(Screen[None]):
         self._build_started = 0.0
         self._build_step = ""
         self._process: subprocess.Popen[str] | None = None
+        self._opening = False  # open() is reading the history before the first push
+        self._pushed = False
+        self._shown = False  # resumed once: later resumes are coming back to it
+        self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
 
     @classmethod
     def shared(cls, app: App[Any]) -> HistoryScreen:
@@ -206,13 +211,57 @@ class HistoryScreen(Screen[None]):
             yield Log(max_lines=BUILD_LOG_LINES, id="build-log")
         yield Footer()
 
+    def open(self, app: App[Any]) -> None:
+        """Show this screen. The first time, read the history first (in a thread) and
+        push the screen once the read is in, so it opens with its charts drawn instead
+        of flashing a loading indicator for a few frames; a read slower than
+        OPEN_WAIT_S pushes it anyway, loading, and the read lands when it is done."""
+        if self._opening:
+            return  # h pressed again before the first read came back
+        if self._pushed or self.is_mounted:  # read before: resuming reads again
+            app.push_screen(self)
+            return
+        self._opening = True
+        state_dir, agent = self.state_dir, self.agent
+
+        def read() -> None:
+            try:
+                outcome = read_history(state_dir, agent)
+            except Exception as error:  # shown on the screen, as the load worker's are
+                outcome = self.LoadFailed(CorruptHistory(str(error)))
+            app.call_from_thread(self._opened, app, outcome)
+
+        app.run_worker(read, thread=True, exit_on_error=False, group="history-open")
+        app.set_timer(OPEN_WAIT_S, lambda: self._opened(app, None))
+
+    def _opened(self, app: App[Any], outcome: Loaded | LoadFailed | None) -> None:
+        """The first read is in (``outcome``), or OPEN_WAIT_S passed (None)."""
+        if outcome is not None and self._opening:
+            self._opening = False
+            self._first_outcome = outcome
+        elif outcome is not None:
+            self.post_message(outcome)  # the screen opened loading; this ends it
+        if not self._pushed:
+            self._pushed = True
+            app.push_screen(self)
+
     def on_mount(self) -> None:
-        self.load()
+        outcome, self._first_outcome = self._first_outcome, None
+        if outcome is None and self._opening:  # opened before its read came back
+            self._opening = False
+            self._show_loading()
+        elif isinstance(outcome, self.Loaded):
+            self._loaded(outcome)
+        elif isinstance(outcome, self.LoadFailed):
+            self._load_failed(outcome)
+        else:
+            self.load()
 
     def on_screen_resume(self) -> None:
         # coming back (the screen is shared): pick up a build run from the CLI meanwhile
-        if self.load_count and not self.building:
+        if self._shown and self.load_count and not self.building:
             self.load()
+        self._shown = True
 
     def on_unmount(self) -> None:
         """The app is closing (or the screen was not shared): stop the build process
@@ -224,18 +273,16 @@ class HistoryScreen(Screen[None]):
     # -- loading --------------------------------------------------------------
     def load(self) -> None:
         """Read the aggregates again, in a worker; the body shows a loading indicator."""
+        self._show_loading()
+        self._load(self.state_dir, self.agent)
+
+    def _show_loading(self) -> None:
         self.loading_history = True
         self.query_one("#history-body").loading = True
-        self._load(self.state_dir, self.agent)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
     def _load(self, state_dir: Path, agent: str | None) -> None:
-        try:
-            snapshot = load_history(state_dir)
-        except (HistoryNotBuilt, CorruptHistory, OSError) as error:
-            self.post_message(self.LoadFailed(error))
-            return
-        self.post_message(self.Loaded(snapshot, build_charts(snapshot, agent)))
+        self.post_message(read_history(state_dir, agent))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -432,6 +479,18 @@ class HistoryScreen(Screen[None]):
             self.post_message(self.BuildFinished(str(event.worker.error)))
         elif event.worker.group == "history-load":
             self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
+
+
+def read_history(
+    state_dir: Path, agent: str | None
+) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
+    """The aggregates and the charts of ``agent`` (None: all), or why there are none.
+    Reads files: call it off the event loop."""
+    try:
+        snapshot = load_history(state_dir)
+    except (HistoryNotBuilt, CorruptHistory, OSError) as error:
+        return HistoryScreen.LoadFailed(error)
+    return HistoryScreen.Loaded(snapshot, build_charts(snapshot, agent))
 
 
 def _when(moment: datetime | None) -> str:

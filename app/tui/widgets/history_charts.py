@@ -209,12 +209,15 @@ class HistoryChart(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.draws = 0  # renders so far: tests and the load bench wait on it
+        self._plotted = False  # the figure holds a chart's settings
         self._ticks_for = (-1, -1)
         self._drawn: tuple[tuple[object, ...], RenderResult] | None = None
 
     def watch_data(self, data: ChartData | None) -> None:
         plt = self.plt
-        plt.clear_figure()
+        if self._plotted:  # a fresh figure needs no clearing (it deep-copies defaults)
+            plt.clear_figure()
+        self._plotted = data is not None
         self._ticks_for = (-1, -1)
         self._drawn = None
         if data is None:
