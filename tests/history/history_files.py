@@ -14,6 +14,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from registry.history.synthetic import generate_lines
+
 MALFORMED = [
     "this is not json\n",
     '{"seq": "seven", "ts_ms": 1, "type": "job.event"}\n',  # wrong type for seq
@@ -23,6 +25,19 @@ MALFORMED = [
     "[1, 2, 3]\n",
     '{"seq": 999997, "ts_ms": 17672256\n',  # torn line
 ]
+
+
+def suite_events() -> list[str]:
+    """The history suite's bus traffic: a few hours, ~2,000 jobs' worth of lines."""
+    return generate_lines(6000, seed=11, jobs_per_hour=150)
+
+
+def with_malformed(lines: Sequence[str]) -> list[str]:
+    """``lines`` with every kind of MALFORMED line spread through them."""
+    mixed = list(lines)
+    for index, bad in enumerate(MALFORMED):
+        mixed.insert(500 * (index + 1), bad)
+    return mixed
 
 
 def write_export(state_dir: Path, lines: Sequence[str], *, append: bool = False) -> Path:
@@ -60,20 +75,54 @@ class ClusterBuild:
     proc: subprocess.CompletedProcess[str]
 
 
-def run_cluster_build(source: Path, root: Path) -> ClusterBuild:
-    """Build ``source`` with master local-cluster[2,1,1024] (two real executor JVMs) in
-    a fresh process whose driver JVM also records the class archive into a fresh cache
-    dir. Both are slow (executor JVMs; a ~190 MB archive written at exit), so this one
-    build serves the cluster test and the class-archive tests."""
+@dataclass
+class PendingClusterBuild:
+    """``run_cluster_build``'s process, started and not yet waited for."""
+
+    state_dir: Path
+    cache: Path
+    process: subprocess.Popen[str]
+
+    def finish(self) -> ClusterBuild:
+        code = self.process.wait(timeout=CLUSTER_BUILD_TIMEOUT_S)
+        stdout, stderr = (self.output(name) for name in ("stdout", "stderr"))
+        assert code == 0, stderr
+        return ClusterBuild(
+            self.state_dir,
+            self.cache,
+            subprocess.CompletedProcess(self.process.args, code, stdout, stderr),
+        )
+
+    def output(self, name: str) -> str:
+        """What the build wrote to ``name`` (stdout or stderr): files, not pipes, so
+        a build nobody reads yet never blocks on a full pipe."""
+        return (self.state_dir.parent / f"build.{name}").read_text()
+
+
+CLUSTER_BUILD_TIMEOUT_S = 300
+
+
+def start_cluster_build(source: Path, root: Path, *, niceness: int = 0) -> PendingClusterBuild:
+    """Start building ``source`` with master local-cluster[2,1,1024] (two real executor
+    JVMs) in a fresh process whose driver JVM also records the class archive into a
+    fresh cache dir. Both are slow (executor JVMs; a ~190 MB archive written at exit),
+    so this one build serves the cluster test and the class-archive tests, and the
+    test run starts it in the background (``niceness``: on idle CPU) at collection."""
     state_dir, cache = root / "state", root / "cache"
     argv = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history", "build"]
     cluster = ("--master", "local-cluster[2,1,1024]", "--driver-memory", "1g")
-    proc = subprocess.run(
-        [*argv, *cluster, "--input", source.as_uri()],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return ClusterBuild(state_dir, cache, proc)
+    with (root / "build.stdout").open("w") as stdout, (root / "build.stderr").open("w") as stderr:
+        process = subprocess.Popen(
+            [*argv, *cluster, "--input", source.as_uri()],
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
+        )
+    return PendingClusterBuild(state_dir, cache, process)
+
+
+def run_cluster_build(source: Path, root: Path) -> ClusterBuild:
+    """``start_cluster_build``, waited for."""
+    return start_cluster_build(source, root).finish()
