@@ -1,5 +1,5 @@
 """Bus exports and build outputs shared by the history tests, and the one CLI build
-they share (see ``run_cluster_build``)."""
+they share (see ``start_cluster_build``)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def copy_state(source: Path, target: Path) -> Path:
 
 @dataclass(frozen=True)
 class ClusterBuild:
-    """One `orchestrate history build` run through the CLI (see ``run_cluster_build``)."""
+    """One `orchestrate history build` run through the CLI (see ``start_cluster_build``)."""
 
     state_dir: Path
     cache: Path  # its ORCHESTRATE_CACHE_DIR, where its JVM recorded the class archive
@@ -77,7 +77,7 @@ class ClusterBuild:
 
 @dataclass
 class PendingClusterBuild:
-    """``run_cluster_build``'s process, started and not yet waited for."""
+    """``start_cluster_build``'s process, started and not yet waited for."""
 
     state_dir: Path
     cache: Path
@@ -121,8 +121,3 @@ def start_cluster_build(source: Path, root: Path, *, niceness: int = 0) -> Pendi
             preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
         )
     return PendingClusterBuild(state_dir, cache, process)
-
-
-def run_cluster_build(source: Path, root: Path) -> ClusterBuild:
-    """``start_cluster_build``, waited for."""
-    return start_cluster_build(source, root).finish()

@@ -166,7 +166,6 @@ class HistoryScreen(Screen[None]):
         self._build_step = ""
         self._process: subprocess.Popen[str] | None = None
         self._opening = False  # open() is reading the history before the first push
-        self._pushed = False
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
 
@@ -218,7 +217,7 @@ class HistoryScreen(Screen[None]):
         OPEN_WAIT_S pushes it anyway, loading, and the read lands when it is done."""
         if self._opening:
             return  # h pressed again before the first read came back
-        if self._pushed or self.is_mounted:  # read before: resuming reads again
+        if self.is_mounted:  # shown before: resuming reads again
             app.push_screen(self)
             return
         self._opening = True
@@ -241,8 +240,7 @@ class HistoryScreen(Screen[None]):
             self._first_outcome = outcome
         elif outcome is not None:
             self.post_message(outcome)  # the screen opened loading; this ends it
-        if not self._pushed:
-            self._pushed = True
+        if self not in app.screen_stack and not self.is_mounted:  # not pushed yet
             app.push_screen(self)
 
     def on_mount(self) -> None:
