@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from tui_helpers import loaded, wait_until
+from tui_helpers import loaded, settled, wait_until
 
 from app.tui.app import ControlRoomApp
 
@@ -23,14 +23,17 @@ async def _detail(pilot: Pilot[Any]) -> None:
     await wait_until(pilot, lambda: getattr(screen, "detail", None) is not None)
     tail = screen.query_one("#detail-tail")
     await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
-    await pilot.pause()
+    await settled(pilot)
 
 
 def after(*keys: str) -> Callable[[Pilot[Any]], Any]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await loaded(pilot)
+        events = pilot.app.query_one("#events")
+        await wait_until(pilot, lambda: 0 < events.max_scroll_y == events.scroll_y, "the log's end")
+        await settled(pilot)
         await pilot.press(*keys)
-        await pilot.pause()
+        await settled(pilot)
 
     return run_before
 
@@ -56,7 +59,7 @@ async def _history_not_built(pilot: Pilot[Any]) -> None:
     await pilot.press("h")
     screen = pilot.app.screen
     await wait_until(pilot, lambda: getattr(screen, "load_count", 0) > 0)
-    await pilot.pause()
+    await settled(pilot)
 
 
 def test_history_not_built(

@@ -23,5 +23,23 @@ async def loaded(pilot: Pilot[object]) -> None:
     await pilot.pause()
 
 
+async def settled(pilot: Pilot[object], quiet_s: float = 0.05) -> None:
+    """Wait until two screenshots `quiet_s` apart are the same, for a snapshot.
+
+    `Pilot.pause()` judges the app idle by its process's CPU time, which knows
+    nothing of work waiting on a refresh (the events log's scroll to its end, the
+    footer's recompose after the bindings change): on a busy CI machine the main
+    screen's snapshot was once taken before the screen had settled."""
+    deadline = time.monotonic() + 10
+    previous = ""
+    while True:
+        await pilot.pause(quiet_s)
+        current = pilot.app.export_screenshot()
+        if current == previous:
+            return
+        assert time.monotonic() < deadline, "the screen never stopped changing"
+        previous = current
+
+
 def notices(app: object) -> list[str]:
     return [notification.message for notification in app._notifications]  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ from typing import Any
 
 from fake_source import FakeSource, fixed_clock
 from textual.pilot import Pilot
-from tui_helpers import wait_until
+from tui_helpers import settled, wait_until
 
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
@@ -43,5 +43,5 @@ async def open_history(pilot: Pilot[Any]) -> HistoryScreen:
     await wait_until(
         pilot, lambda: not screen.charts or all(chart.draws for chart in charts), "the charts"
     )
-    await pilot.pause()
+    await settled(pilot)
     return screen

@@ -52,6 +52,12 @@ class EventStream(RichLog):
         # screenfuls are enough.
         self._line_cache.maxsize = LINE_CACHE_SIZE
 
+    def on_mount(self) -> None:
+        # Anchored, the log is kept at its newest line through every layout too
+        # (the terminal resized, a scrollbar appearing after the write's own scroll),
+        # until the user scrolls up; RichLog's auto-scroll only acts on writes.
+        self.anchor()
+
     def add_events(self, events: Sequence[EventRow]) -> None:
         """Append events as one write (one measure, one render, one scroll, where
         a write per line cost ~0.5 ms each); a burst larger than a screenful is
