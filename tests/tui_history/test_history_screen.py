@@ -3,7 +3,7 @@ charts (not built, damaged, empty), the agent filter and the rebuild action."""
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +17,7 @@ from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
-from app.tui.screens.history import OPEN_WAIT_S, HistoryScreen
+from app.tui.screens.history import HistoryScreen
 from app.tui.screens.main import MainScreen
 from app.tui.widgets.history_charts import HistoryChart
 
@@ -199,16 +199,18 @@ async def test_one_hour_points_are_dots_mid_chart(make_app: AppFactory, state_di
 
 
 class Spy:
-    """Counts calls to a function it wraps, optionally slowing it down."""
+    """Counts calls to a function it wraps; with a `gate`, each call waits for the
+    test to open it (a slow read, without betting on how slow the machine is)."""
 
-    def __init__(self, function: Callable[..., Any], delay_s: float = 0.0) -> None:
+    def __init__(self, function: Callable[..., Any], gate: threading.Event | None = None) -> None:
         self.function = function
-        self.delay_s = delay_s
+        self.gate = gate
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
-        time.sleep(self.delay_s)
+        if self.gate is not None:
+            assert self.gate.wait(10), "the test never let the read finish"
         return self.function(*args)
 
 
@@ -221,6 +223,8 @@ async def test_h_opens_the_screen_drawn(
     write_history(state_dir)
     reads = Spy(history_module.read_history)
     monkeypatch.setattr(history_module, "read_history", reads)
+    open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
+    monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
     shown_loading: list[HistoryScreen] = []
     show_loading = HistoryScreen._show_loading
 
@@ -238,7 +242,7 @@ async def test_h_opens_the_screen_drawn(
         assert isinstance(screen, HistoryScreen)
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
-        await pilot.pause(0.2)  # past OPEN_WAIT_S: nothing else arrives
+        await pilot.pause(open_wait_s + 0.1)  # past OPEN_WAIT_S: nothing else arrives
         assert (reads.calls, len(shown_loading), screen.load_count) == (1, 0, 1)
         assert not screen.query(LoadingIndicator)
         assert len(app.screen_stack) == 2
@@ -250,7 +254,8 @@ async def test_a_slow_read_opens_the_screen_loading(
     """A read slower than OPEN_WAIT_S: the screen opens anyway, loading, and the
     charts appear when the read lands (no second read)."""
     write_history(state_dir)
-    reads = Spy(history_module.read_history, delay_s=OPEN_WAIT_S + 0.4)
+    gate = threading.Event()
+    reads = Spy(history_module.read_history, gate)
     monkeypatch.setattr(history_module, "read_history", reads)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -262,6 +267,7 @@ async def test_a_slow_read_opens_the_screen_loading(
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.loading_history and screen.query_one("#history-body").loading
         assert screen.load_count == 0 and not charts_shown(screen)
+        gate.set()
         await wait_until(pilot, lambda: screen.load_count == 1, "the read")
         await pilot.pause()
         assert charts_shown(screen) and not screen.query(LoadingIndicator)
