@@ -203,7 +203,10 @@ class ControlRoomApp(App[None]):
             time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
 
     def on_control_room_app_delta_ready(self) -> None:
-        if not self.main.query("#jobs"):  # not composed yet (or torn down): ring again soon
+        if not self.main.is_mounted:  # not mounted yet (or torn down): ring again soon
+            # Composed is not enough: a widget whose message loop has not started
+            # yet drops the idle prompts that its refreshes and a DataTable's
+            # measuring rely on. A mounted screen's children are all mounted.
             self.set_timer(0.02, lambda: self.post_message(self.DeltaReady()))
             return
         delta = self._mailbox.take()

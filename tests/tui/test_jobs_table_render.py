@@ -53,3 +53,15 @@ async def test_changed_cell_is_what_is_drawn() -> None:
         table.apply([replace(job(4), status="completed")], (), NOW)
         await pilot.pause()
         assert "completed" in line_text(table, 5)
+
+
+async def test_new_rows_are_measured_as_they_are_added() -> None:
+    """The columns fit a delta's rows when it is applied, without waiting for the
+    table's idle pass (which a table gets only after a message of its own)."""
+    app = TableApp()
+    async with app.run_test(size=(120, 10)):
+        table = app.query_one(JobsTable)
+        table.apply([job(1, "a detail of twenty-five c")], (), NOW)
+        widths = {str(column.key.value): column.content_width for column in table.columns.values()}
+        assert (widths["job_id"], widths["session"], widths["progress"]) == (8, 7, 25)
+        assert not table._require_update_dimensions  # the idle pass has nothing left

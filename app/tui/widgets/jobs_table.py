@@ -235,6 +235,18 @@ class JobsTable(DataTable[object]):
             self._flush_cells()
             if out_of_order:  # rows can only be appended: restore oldest-first order
                 self.sort("job_id", key=lambda cell: self._order(self.jobs[str(cell)]))
+            self._measure_new_rows()
+
+    def _measure_new_rows(self) -> None:
+        """Fit the columns to the rows just added now, not in DataTable's idle
+        pass, which runs only after the table handles a message of its own: on a
+        busy CI machine the first rows were once drawn, for good, in columns as
+        narrow as their labels. Plain widths, once per delta, and the idle pass
+        has nothing left to do."""
+        if self._new_rows:
+            new_rows, self._new_rows = self._new_rows, set()
+            self._require_update_dimensions = False
+            self._update_dimensions(new_rows)
 
     @staticmethod
     def _order(job: JobRow) -> tuple[datetime, str]:
