@@ -104,9 +104,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _read(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     """Rows of one parquet file as tuples in ``columns`` order (the hour first);
-    any unreadable or foreign file is CorruptHistory."""
+    any unreadable or foreign file is CorruptHistory.
+
+    ``ParquetFile``, not ``read_table``: each aggregate is a single file, and
+    ``read_table`` goes through pyarrow's dataset layer, whose first use imports
+    pyarrow.dataset and pandas (~190 ms: the first `h` of a session, and every
+    `orchestrate history show`). A first read is ~15 ms this way."""
     try:
-        table = pq.read_table(path)
+        with pq.ParquetFile(path) as parquet:
+            table = parquet.read()
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as exc:
