@@ -19,13 +19,15 @@ class HistoryApp(ControlRoomApp):
     """The control room with its state dir in `settings`; `h` opens the History
     screen as in the real app (`ControlRoomApp.action_history`)."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, history_read_ahead_s: float | None = None) -> None:
+        """No read-ahead unless asked: the tests that count reads expect only theirs."""
         super().__init__(
             FakeSource.seeded(),
             clock=fixed_clock,
             poll_interval_s=0.05,
             age_refresh_s=3600,
             reconcile_interval_s=None,
+            history_read_ahead_s=history_read_ahead_s,
         )
         self.settings = Settings(state_dir=state_dir)
 

@@ -274,6 +274,61 @@ async def test_a_slow_read_opens_the_screen_loading(
         assert reads.calls == 1
 
 
+async def read_ahead(app: HistoryApp, pilot: Any) -> None:
+    """Wait for the control room's read-ahead to have the history in memory."""
+    await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
+    screen = HistoryScreen.shared(app)
+    await wait_until(pilot, lambda: screen._ahead is not None, "the read-ahead")
+
+
+async def test_h_opens_from_the_history_read_ahead(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control room reads the history once it has settled; `h` then shows it
+    at once, drawn, with no read of its own."""
+    write_history(state_dir)
+    reads = Spy(history_module.read_history)
+    monkeypatch.setattr(history_module, "read_history", reads)
+    app = HistoryApp(state_dir, history_read_ahead_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await read_ahead(app, pilot)
+        assert reads.calls == 1 and isinstance(app.screen, MainScreen)
+        await pilot.press("h")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)  # pushed by the key itself, no wait
+        await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
+        assert screen.load_count == 1 and charts_shown(screen)
+        assert reads.calls == 1 and len(screen.snapshot.agents) == 3  # type: ignore[union-attr]
+
+
+async def test_a_build_after_the_read_ahead_is_read_again(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files replaced since the read-ahead (a build from the CLI): `h` reads them."""
+    write_history(state_dir)
+    reads = Spy(history_module.read_history)
+    monkeypatch.setattr(history_module, "read_history", reads)
+    app = HistoryApp(state_dir, history_read_ahead_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await read_ahead(app, pilot)
+        write_history(state_dir, agents=5)
+        screen = await open_history(pilot)
+        assert reads.calls == 2 and len(screen.snapshot.agents) == 5  # type: ignore[union-attr]
+
+
+async def test_no_history_read_ahead_then_one_built(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read ahead before any build (the 'not built' notice in memory), then a first
+    build: `h` shows the charts, not the stale notice."""
+    app = HistoryApp(state_dir, history_read_ahead_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await read_ahead(app, pilot)
+        write_history(state_dir)
+        screen = await open_history(pilot)
+        assert charts_shown(screen)
+
+
 async def test_coming_back_reads_again(make_app: AppFactory, state_dir: Path) -> None:
     """esc, then `h` again: the screen is the same one and picks up a newer build."""
     write_history(state_dir)

@@ -27,7 +27,7 @@ from textual.worker import Worker, get_current_worker
 from app.settings import find_state_dir
 from app.tui.widgets.history_charts import ChartData, HistoryChart, HistoryCharts, build_charts
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.reader import HistorySnapshot, load_history
+from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
 
 SCREEN_NAME = "history"
 BUILD_LOG_LINES = 500
@@ -168,6 +168,7 @@ class HistoryScreen(Screen[None]):
         self._opening = False  # open() is reading the history before the first push
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
+        self._ahead: Ahead | None = None  # read_ahead's (file versions, outcome)
 
     @classmethod
     def shared(cls, app: App[Any]) -> HistoryScreen:
@@ -220,18 +221,35 @@ class HistoryScreen(Screen[None]):
         if self.is_mounted:  # shown before: resuming reads again
             app.push_screen(self)
             return
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == history_version(self.state_dir):
+            self._first_outcome = ahead[1]  # read ahead, and no build since
+            app.push_screen(self)
+            return
         self._opening = True
         state_dir, agent = self.state_dir, self.agent
 
         def read() -> None:
-            try:
-                outcome = read_history(state_dir, agent)
-            except Exception as error:  # shown on the screen, as the load worker's are
-                outcome = self.LoadFailed(CorruptHistory(str(error)))
-            app.call_from_thread(self._opened, app, outcome)
+            app.call_from_thread(self._opened, app, _read_reporting_errors(state_dir, agent))
 
         app.run_worker(read, thread=True, exit_on_error=False, group="history-open")
         app.set_timer(OPEN_WAIT_S, lambda: self._opened(app, None))
+
+    def read_ahead(self, app: App[Any]) -> None:
+        """Read the history before anyone asks for it (the control room does this
+        once it has settled), so that `h` finds it in memory; ``open`` uses it only
+        if the files are still the ones that were read."""
+        if self._opening or self.is_mounted:
+            return
+        state_dir = self.state_dir
+
+        def read() -> None:
+            version = history_version(state_dir)  # before the read: a build during it shows
+            outcome = _read_reporting_errors(state_dir, None)
+            if not (self._opening or self.is_mounted):
+                self._ahead = (version, outcome)
+
+        app.run_worker(read, thread=True, exit_on_error=False, group="history-ahead")
 
     def _opened(self, app: App[Any], outcome: Loaded | LoadFailed | None) -> None:
         """The first read is in (``outcome``), or OPEN_WAIT_S passed (None)."""
@@ -479,6 +497,9 @@ class HistoryScreen(Screen[None]):
             self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
 
 
+Ahead = tuple[tuple[FileVersion, ...], HistoryScreen.Loaded | HistoryScreen.LoadFailed]
+
+
 def read_history(
     state_dir: Path, agent: str | None
 ) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
@@ -489,6 +510,17 @@ def read_history(
     except (HistoryNotBuilt, CorruptHistory, OSError) as error:
         return HistoryScreen.LoadFailed(error)
     return HistoryScreen.Loaded(snapshot, build_charts(snapshot, agent))
+
+
+def _read_reporting_errors(
+    state_dir: Path, agent: str | None
+) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
+    """``read_history`` for a bare thread: anything unexpected is shown on the screen
+    (as a load worker's error is), not lost with the thread."""
+    try:
+        return read_history(state_dir, agent)
+    except Exception as error:
+        return HistoryScreen.LoadFailed(CorruptHistory(str(error)))
 
 
 def _when(moment: datetime | None) -> str:
