@@ -152,7 +152,7 @@ FileVersion = tuple[int, int, int] | None
 def history_version(state_dir: Path) -> tuple[FileVersion, ...]:
     """What the files ``load_history`` reads look like now (inode, size, mtime; None
     for a missing one): a build replaces them, so an unchanged version means a
-    snapshot read earlier is still what a read would return. Three stats, ~20 us."""
+    snapshot read earlier is still what a read would return. Three stats."""
     paths = HistoryPaths(state_dir)
     versions: list[FileVersion] = []
     for path in (paths.aggregates, paths.markers, paths.state):
