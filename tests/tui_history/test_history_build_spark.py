@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from history_app import HistoryApp, open_history
 
-from app.tui.screens.history import BuildStep, HistoryScreen, default_build_steps
+from app.tui.screens.history import HistoryScreen
+from app.tui.screens.history_commands import BuildStep, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.errors import java_available
 from registry.history.synthetic import generate_lines

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,7 +13,6 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
@@ -25,6 +21,12 @@ from textual.widgets import Footer, Log, Static
 from textual.worker import Worker, get_current_worker
 
 from app.settings import find_state_dir
+from app.tui.screens.history_commands import (
+    BuildStep,
+    BuildSteps,
+    HistoryCommands,
+    default_build_steps,
+)
 from app.tui.widgets.history_charts import ChartData, HistoryChart, HistoryCharts, build_charts
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
@@ -32,53 +34,6 @@ from registry.history.reader import FileVersion, HistorySnapshot, history_versio
 SCREEN_NAME = "history"
 BUILD_LOG_LINES = 500
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
-
-
-@dataclass(frozen=True)
-class BuildStep:
-    """One process of a rebuild: what the log calls it and the argv that runs it."""
-
-    name: str
-    argv: tuple[str, ...]
-
-
-def default_build_steps(state_dir: Path, full: bool) -> list[BuildStep]:
-    """Export the bus first (appends only what is new, so cheap when nothing is), then
-    run the Spark build: a user who just ran demo agents gets a history with one key."""
-    base = (sys.executable, "-m", "app", "--state-dir", str(state_dir))
-    build = (*base, "history", "build", *(("--full",) if full else ()))
-    return [BuildStep("export", (*base, "export")), BuildStep("history build", build)]
-
-
-BuildSteps = Callable[[Path, bool], Sequence[BuildStep]]
-
-
-class HistoryCommands(Provider):
-    """The History screen's own commands in the palette (ctrl+p) while it is open."""
-
-    COMMANDS = (
-        ("Rebuild history", "rebuild", "Export the bus and run the Spark history build"),
-        ("Cycle agent", "cycle_agent", "Show the charts of one agent, the next, or all"),
-    )
-
-    def _runner(self, action: str) -> Callable[[], Any]:
-        screen = self.screen
-
-        async def run() -> None:
-            await screen.run_action(action)
-
-        return run
-
-    async def discover(self) -> Hits:
-        for title, action, help_text in self.COMMANDS:
-            yield DiscoveryHit(title, self._runner(action), help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, action, help_text in self.COMMANDS:
-            score = matcher.match(f"{title} {help_text}")
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), self._runner(action), help=help_text)
 
 
 class HistoryScreen(Screen[None]):
