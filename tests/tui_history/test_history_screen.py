@@ -17,7 +17,8 @@ from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
-from app.tui.screens.history import HistoryScreen
+import app.tui.widgets.history_charts as charts_module
+from app.tui.screens.history import HistoryScreen, chart_sizes
 from app.tui.screens.main import MainScreen
 from app.tui.widgets.history_charts import HistoryChart
 
@@ -299,6 +300,40 @@ async def test_h_opens_from_the_history_read_ahead(
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.load_count == 1 and charts_shown(screen)
         assert reads.calls == 1 and len(screen.snapshot.agents) == 3  # type: ignore[union-attr]
+
+
+async def test_the_read_ahead_draws_the_charts_too(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read-ahead also draws the three charts, at the sizes the screen gives them:
+    `h` shows them without drawing any on the event loop. After a resize they draw
+    themselves again."""
+    write_history(state_dir)
+    live_draws = Spy(charts_module.render_plot)
+    monkeypatch.setattr(charts_module, "render_plot", live_draws)
+    app = HistoryApp(state_dir, history_read_ahead_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await read_ahead(app, pilot)
+        screen = await open_history(pilot)
+        charts = list(screen.query(HistoryChart))
+        assert [chart.draws for chart in charts] == [1, 1, 1] and live_draws.calls == 0
+        assert not screen._drawn_ahead  # each used once, none left over
+        await pilot.resize_terminal(100, 30)
+        await wait_until(pilot, lambda: live_draws.calls == 3, "the charts redrawn")
+
+
+@pytest.mark.parametrize("size", [SIZE, (121, 41), (80, 24), (61, 15)])
+async def test_chart_sizes_are_the_laid_out_ones(
+    make_app: AppFactory, state_dir: Path, size: tuple[int, int]
+) -> None:
+    """``chart_sizes`` (where the read-ahead draws) agrees with the layout, odd
+    sizes included; were it wrong, the read-ahead's drawings would go unused."""
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        screen = await open_history(pilot)
+        laid_out = {chart.id: chart.size for chart in screen.query(HistoryChart)}
+        assert laid_out == chart_sizes(app.size)
 
 
 async def test_a_build_after_the_read_ahead_is_read_again(

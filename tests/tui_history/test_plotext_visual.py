@@ -8,14 +8,22 @@ from pathlib import Path
 
 import pytest
 from history_fixture import write_history
+from plotext._dict import themes as plotext_themes  # type: ignore[import-untyped]
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.strip import Strip
+from textual.theme import Theme
 from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
 
-from app.tui.widgets.history_charts import MAX_MARKER_LINES, ChartData, HistoryChart, build_charts
-from app.tui.widgets.plotext_visual import render_plot
+from app.tui.widgets.history_charts import (
+    MAX_MARKER_LINES,
+    ChartData,
+    HistoryChart,
+    build_charts,
+    draw_chart,
+)
+from app.tui.widgets.plotext_visual import auto_plotext_theme, render_plot
 from registry.history.reader import load_history
 
 Cell = tuple[str, Style | None]
@@ -81,3 +89,39 @@ async def test_strips_equal_textual_plotext_render(
             theirs, ours = both_ways(chart)
             assert len(ours) == size[1] and all(len(line) == size[0] for line in ours)
             assert ours == theirs, data.title
+
+
+@pytest.mark.parametrize("size", [(120, 20), (57, 13)])
+async def test_a_chart_drawn_ahead_is_the_chart_drawn_live(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """``draw_chart`` (a figure of its own, as the read-ahead's thread draws) gives the
+    cells the chart draws itself at that size: x ticks for the width included."""
+    write_history(tmp_path, days=3, agents=4)
+    charts = build_charts(load_history(tmp_path))
+    assert charts is not None
+    app = OneChart()
+    async with app.run_test(size=size) as pilot:
+        chart = app.query_one(HistoryChart)
+        style = chart.visual_style
+        for data in (charts.throughput, charts.duration, many_restarts(charts.error_rate)):
+            chart.data = data
+            await pilot.pause()
+            ahead = draw_chart(data, chart.size, auto_plotext_theme(app))
+            live = render_plot(chart)
+            width, height = chart.size
+            assert cells(Visual.to_strips(chart, ahead, width, height, style)) == cells(
+                Visual.to_strips(chart, live, width, height, style)
+            ), data.title
+
+
+async def test_the_auto_theme_is_the_one_textual_plotext_registers() -> None:
+    """Drawn before any PlotextPlot is mounted, a chart needs the app theme's plotext
+    theme registered: ``auto_plotext_theme`` registers what the widget would."""
+    app = OneChart()
+    app.register_theme(Theme(name="test-ocean", primary="#0077be", surface="#102030", dark=True))
+    app.theme = "test-ocean"
+    async with app.run_test(size=(40, 10)):
+        theirs = plotext_themes.pop("textual-auto-test-ocean")  # the chart registered it
+        assert auto_plotext_theme(app) == "textual-auto-test-ocean"
+        assert plotext_themes["textual-auto-test-ocean"] == theirs

@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -27,7 +28,15 @@ from app.tui.screens.history_commands import (
     HistoryCommands,
     default_build_steps,
 )
-from app.tui.widgets.history_charts import ChartData, HistoryChart, HistoryCharts, build_charts
+from app.tui.widgets.history_charts import (
+    ChartData,
+    Drawings,
+    HistoryChart,
+    HistoryCharts,
+    build_charts,
+    draw_chart,
+)
+from app.tui.widgets.plotext_visual import auto_plotext_theme
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
 
@@ -87,6 +96,7 @@ class HistoryScreen(Screen[None]):
             super().__init__()
             self.snapshot = snapshot
             self.charts = charts
+            self.drawings: Drawings = {}  # charts drawn ahead (read_ahead), if any
 
     class LoadFailed(Message):
         """Not built yet, or damaged: a notice instead of charts."""
@@ -124,6 +134,7 @@ class HistoryScreen(Screen[None]):
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
         self._ahead: Ahead | None = None  # read_ahead's (file versions, outcome)
+        self._drawn_ahead: Drawings = {}  # shared with the charts, which use them up
 
     @classmethod
     def shared(cls, app: App[Any]) -> HistoryScreen:
@@ -157,10 +168,16 @@ class HistoryScreen(Screen[None]):
         with Vertical(id="history-body"):
             yield Static("", id="history-notice")
             with Vertical(id="charts"):
-                yield HistoryChart(id="throughput").data_bind(data=HistoryScreen.throughput)
+                yield HistoryChart(id="throughput", drawn_ahead=self._drawn_ahead).data_bind(
+                    data=HistoryScreen.throughput
+                )
                 with Horizontal(id="charts-bottom"):
-                    yield HistoryChart(id="duration").data_bind(data=HistoryScreen.duration)
-                    yield HistoryChart(id="error-rate").data_bind(data=HistoryScreen.error_rate)
+                    yield HistoryChart(id="duration", drawn_ahead=self._drawn_ahead).data_bind(
+                        data=HistoryScreen.duration
+                    )
+                    yield HistoryChart(id="error-rate", drawn_ahead=self._drawn_ahead).data_bind(
+                        data=HistoryScreen.error_rate
+                    )
         with Vertical(id="build"):
             yield Static("", id="build-status")
             yield Log(max_lines=BUILD_LOG_LINES, id="build-log")
@@ -192,15 +209,22 @@ class HistoryScreen(Screen[None]):
 
     def read_ahead(self, app: App[Any]) -> None:
         """Read the history before anyone asks for it (the control room does this
-        once it has settled), so that `h` finds it in memory; ``open`` uses it only
-        if the files are still the ones that were read."""
+        once it has settled), and draw its charts at the size the screen would give
+        them now, so that `h` finds it all in memory; ``open`` uses it only if the
+        files are still the ones that were read."""
         if self._opening or self.is_mounted:
             return
         state_dir = self.state_dir
+        sizes = chart_sizes(app.size)
+        app_theme, plotext_theme = app.theme, auto_plotext_theme(app)
 
         def read() -> None:
             version = history_version(state_dir)  # before the read: a build during it shows
             outcome = _read_reporting_errors(state_dir, None)
+            if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
+                for chart_id, data in chart_data(outcome.charts).items():
+                    drawing = draw_chart(data, sizes[chart_id], plotext_theme)
+                    outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
             if not (self._opening or self.is_mounted):
                 self._ahead = (version, outcome)
 
@@ -259,6 +283,8 @@ class HistoryScreen(Screen[None]):
     def _loaded(self, message: Loaded) -> None:
         self._finish_load()  # first: the charts lay out once, without the overlay
         self.damaged = False
+        self._drawn_ahead.clear()
+        self._drawn_ahead.update(message.drawings)
         self.snapshot = message.snapshot
         if self.agent is not None and self.agent not in message.snapshot.agents:
             self.agent = None  # the agent left the history (a --full rebuild)
@@ -453,6 +479,30 @@ class HistoryScreen(Screen[None]):
 
 
 Ahead = tuple[tuple[FileVersion, ...], HistoryScreen.Loaded | HistoryScreen.LoadFailed]
+
+
+def chart_sizes(screen: Size) -> dict[str, Size]:
+    """Where the layout above puts each chart on a screen of this size: title, totals
+    and footer take a line each, the charts halve the rest (the first half rounded
+    down), as Textual shares out 1fr. ``read_ahead`` draws at these sizes before the
+    screen exists; a wrong guess costs only time (the chart then draws itself), and
+    ``test_chart_sizes_are_the_laid_out_ones`` keeps it right."""
+    width, height = screen.width, max(0, screen.height - 3)
+    top = height // 2
+    return {
+        "throughput": Size(width, top),
+        "duration": Size(width // 2, height - top),
+        "error-rate": Size(width - width // 2, height - top),
+    }
+
+
+def chart_data(charts: HistoryCharts) -> dict[str, ChartData]:
+    """Each chart's data, by the id of the chart that draws it (see ``compose``)."""
+    return {
+        "throughput": charts.throughput,
+        "duration": charts.duration,
+        "error-rate": charts.error_rate,
+    }
 
 
 def read_history(

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from textual.app import RenderResult
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
-from app.tui.widgets.plotext_visual import render_plot
+from app.tui.widgets.plotext_visual import PlotVisual, render_figure, render_plot
 from registry.history.reader import HistorySnapshot, HourlyAggregate
 
 HOUR = timedelta(hours=1)
@@ -196,6 +198,50 @@ def hour_ticks(first: datetime, hours: int, width: int) -> tuple[list[float], li
     return ticks, [(first + x * HOUR).astimezone(UTC).strftime(form) for x in ticks]
 
 
+def plot_chart(plt: Plot, data: ChartData) -> None:
+    """Set up a fresh (or cleared) plotext figure to draw ``data``; x ticks apart,
+    since they depend on the width drawn at (``set_hour_ticks``)."""
+    plt.title(data.title)
+    if data.hours == 1:  # one hour (a first demo run): its points mid-chart, not on the edge
+        plt.xlim(-1, 1)
+    else:
+        plt.xlim(0, data.hours - 1)
+    if data.y_max is not None:
+        plt.ylim(0, data.y_max)
+    for series in data.series:
+        if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
+            plt.scatter(list(series.xs), list(series.ys), marker=POINT_MARKER, label=series.label)
+        elif series.xs:
+            plt.plot(list(series.xs), list(series.ys), label=series.label)
+    if len(data.markers) <= MAX_MARKER_LINES:
+        for x in data.markers:
+            plt.vertical_line(x, color=MARKER_COLOR)
+    elif data.markers:  # dozens of lines would hide the data: marks along the top
+        top = data.y_max or max((y for s in data.series for y in s.ys), default=1.0)
+        xs = list(data.markers)
+        plt.scatter(xs, [top] * len(xs), marker="▼", color=MARKER_COLOR, label="restart")
+
+
+def set_hour_ticks(plt: Plot, data: ChartData, width: int) -> None:
+    """The x labels that fit ``width`` columns."""
+    ticks, labels = hour_ticks(data.first_hour, data.hours, width)
+    plt.xticks(ticks, labels)
+
+
+DrawKey = tuple[Size, ChartData, str]  # a chart's size, what it draws, the app's theme
+Drawings = dict[DrawKey, PlotVisual]
+
+
+def draw_chart(data: ChartData, size: Size, plotext_theme: str) -> PlotVisual:
+    """What a HistoryChart of ``size`` shows for ``data``, drawn on a figure of its
+    own: a thread can draw it before the chart exists (the History screen's
+    read-ahead), and the chart then shows it instead of drawing (``drawn_ahead``)."""
+    plot = Plot()
+    plot_chart(plot, data)
+    set_hour_ticks(plot, data, size.width)
+    return render_figure(plot, size.width, size.height, plotext_theme)
+
+
 class HistoryChart(PlotextPlot):
     """One chart of the History screen; redraws when its ``data`` changes."""
 
@@ -206,60 +252,49 @@ class HistoryChart(PlotextPlot):
     data: reactive[ChartData | None] = reactive(None, init=False)
     """What to draw; set by the screen (bound with data_bind), None draws nothing."""
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        drawn_ahead: Drawings | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """``drawn_ahead``: drawings made before this chart could draw (``draw_chart``),
+        shared with the screen that fills it; one that fits a render is used (once)
+        instead of drawing."""
         super().__init__(id=id, classes=classes)
         self.draws = 0  # renders so far: tests and the load bench wait on it
+        self._drawn_ahead = drawn_ahead if drawn_ahead is not None else {}
         self._plotted = False  # the figure holds a chart's settings
         self._ticks_for = (-1, -1)
-        self._drawn: tuple[tuple[object, ...], RenderResult] | None = None
+        self._drawn: tuple[DrawKey, PlotVisual] | None = None
 
     def watch_data(self, data: ChartData | None) -> None:
-        plt = self.plt
         if self._plotted:  # a fresh figure needs no clearing (it deep-copies defaults)
-            plt.clear_figure()
+            self.plt.clear_figure()
         self._plotted = data is not None
         self._ticks_for = (-1, -1)
         self._drawn = None
-        if data is None:
-            self.refresh()
-            return
-        plt.title(data.title)
-        if data.hours == 1:  # one hour (a first demo run): its points mid-chart, not on the edge
-            plt.xlim(-1, 1)
-        else:
-            plt.xlim(0, data.hours - 1)
-        if data.y_max is not None:
-            plt.ylim(0, data.y_max)
-        for series in data.series:
-            if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
-                plt.scatter(
-                    list(series.xs), list(series.ys), marker=POINT_MARKER, label=series.label
-                )
-            elif series.xs:
-                plt.plot(list(series.xs), list(series.ys), label=series.label)
-        if len(data.markers) <= MAX_MARKER_LINES:
-            for x in data.markers:
-                plt.vertical_line(x, color=MARKER_COLOR)
-        elif data.markers:  # dozens of lines would hide the data: marks along the top
-            top = data.y_max or max((y for s in data.series for y in s.ys), default=1.0)
-            xs = list(data.markers)
-            plt.scatter(xs, [top] * len(xs), marker="▼", color=MARKER_COLOR, label="restart")
+        if data is not None:
+            plot_chart(self.plt, data)
         self.refresh()
 
     def render(self) -> RenderResult:
         """Set the x ticks for the current width (how many labels fit), then draw;
-        plotext is slow, so a re-render at the same size and data reuses the drawing."""
+        plotext is slow, so a re-render at the same size and data reuses the drawing,
+        and so does a first render that finds its drawing made ahead."""
         data = self.data
+        if data is None:  # nothing to draw yet: skip plotext's empty frame
+            return ""
         key = (self.size, data, self.app.theme)
         if self._drawn is not None and self._drawn[0] == key:
             return self._drawn[1]
-        if data is None:  # nothing to draw yet: skip plotext's empty frame
-            return ""
-        if data is not None and self._ticks_for != (self.size.width, data.hours):
-            ticks, labels = hour_ticks(data.first_hour, data.hours, self.size.width)
-            self.plt.xticks(ticks, labels)
-            self._ticks_for = (self.size.width, data.hours)
-        drawing = render_plot(self)
+        drawing = self._drawn_ahead.pop(key, None)
+        if drawing is None:
+            if self._ticks_for != (self.size.width, data.hours):
+                set_hour_ticks(self.plt, data, self.size.width)
+                self._ticks_for = (self.size.width, data.hours)
+            drawing = render_plot(self)
         self._drawn = (key, drawing)
         self.draws += 1
         return drawing

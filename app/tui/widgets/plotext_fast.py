@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from threading import Lock
 from typing import Any
 
 import plotext._utility as plotext_utility  # type: ignore[import-untyped]
 
 ORIGINAL_HD_GROUP = plotext_utility.hd_group
 ORIGINAL_GET_LINES = plotext_utility.get_lines
+_SWAP_LOCK = Lock()  # held while a figure builds with the helpers swapped in
 
 # (columns, rows, bit mask) of a block of pixels -> plotext's code for it: the rows
 # from the top, each from the left, 1 where a pixel is set.
@@ -94,10 +96,13 @@ def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[list[Any]]:
 @contextmanager
 def fast_line_helpers() -> Iterator[None]:
     """plotext's figure builds with the helpers above (it looks them up on its
-    ``_utility`` module at each call); the originals are back afterwards."""
-    plotext_utility.hd_group, plotext_utility.get_lines = hd_group, get_lines
-    try:
-        yield
-    finally:
-        plotext_utility.hd_group = ORIGINAL_HD_GROUP
-        plotext_utility.get_lines = ORIGINAL_GET_LINES
+    ``_utility`` module at each call); the originals are back afterwards. One build
+    at a time: the History screen draws ahead in a thread, and two overlapping swaps
+    could leave the helpers in place or take them away mid-build."""
+    with _SWAP_LOCK:
+        plotext_utility.hd_group, plotext_utility.get_lines = hd_group, get_lines
+        try:
+            yield
+        finally:
+            plotext_utility.hd_group = ORIGINAL_HD_GROUP
+            plotext_utility.get_lines = ORIGINAL_GET_LINES

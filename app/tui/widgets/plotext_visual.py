@@ -18,17 +18,20 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Any
 
+from plotext._dict import themes as plotext_themes  # type: ignore[import-untyped]
 from plotext._utility import colors_to_ansi  # type: ignore[import-untyped]
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
+from textual.app import App
+from textual.color import Color
 from textual.content import Content
 from textual.css.styles import RulesMap
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import RenderOptions, Visual
 from textual_plotext import PlotextPlot
-from textual_plotext.plot import Plot
+from textual_plotext.plot import Plot, _rgbify_theme, _sequence
 
 from app.tui.widgets.plotext_fast import fast_line_helpers
 
@@ -109,11 +112,32 @@ class PlotVisual(Visual):
         return len(self._lines)
 
 
-def render_plot(widget: PlotextPlot) -> PlotVisual:
-    """``PlotextPlot.render``, drawing a PlotVisual instead of an ANSI string."""
-    plot = widget.plt
-    width, height = widget.size
+def render_figure(plot: Plot, width: int, height: int, plotext_theme: str) -> PlotVisual:
+    """``plot`` drawn at ``width`` x ``height`` in ``plotext_theme``. It touches only
+    the figure (and plotext's registered themes, read), so a thread may draw a figure
+    of its own while the event loop goes on."""
     plot.plotsize(width, height)
     plot._set_size(width, height)  # as PlotextPlot.render does (textual-plotext issue 5)
-    plot.theme(widget._get_plotext_theme_name(widget.app.theme))
+    plot.theme(plotext_theme)
     return PlotVisual(plot_runs(plot))
+
+
+def render_plot(widget: PlotextPlot) -> PlotVisual:
+    """``PlotextPlot.render``, drawing a PlotVisual instead of an ANSI string."""
+    width, height = widget.size
+    theme = widget._get_plotext_theme_name(widget.app.theme)
+    return render_figure(widget.plt, width, height, theme)
+
+
+def auto_plotext_theme(app: App[Any]) -> str:
+    """The plotext theme a PlotextPlot with theme "auto" draws in under ``app``'s
+    theme, registered with plotext as the widget registers it when mounted: a figure
+    drawn before any such widget is mounted needs it too. Call on the event loop."""
+    name = f"textual-auto-{app.theme}"
+    if name not in plotext_themes:
+        variables = app.theme_variables
+        surface = Color.parse(variables.get("surface", "black")).rgb
+        foreground = Color.parse(variables.get("foreground", "white")).rgb
+        sequence: list[str | int | tuple[int, int, int]] = list(_sequence)
+        plotext_themes[name] = _rgbify_theme(surface, surface, foreground, "default", sequence)
+    return name
