@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -83,6 +84,85 @@ def test_show_prints_a_table(fixed_history: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for text in ("2026-01-01 09:00 ⟳2", "claude", "1m30s", "6m40s", "25", "restarts"):
         assert text in proc.stdout
+
+
+@pytest.fixture
+def month_history(tmp_path: Path) -> Path:
+    """30 days of one agent's work, hour by hour: per hour 5 events, 2 completed
+    and, every other hour, 1 errored."""
+    state_dir = tmp_path / "state"
+    history = state_dir / "history"
+    history.mkdir(parents=True)
+    rows = []
+    for n in range(30 * 24):
+        errored = n % 2
+        rows.append(
+            {
+                "hour": HOUR + timedelta(hours=n),
+                "agent": "claude",
+                "events": 5,
+                "jobs_registered": 3,
+                "jobs_started": 3,
+                "jobs_completed": 2,
+                "jobs_errored": errored,
+                "error_rate": errored / (2 + errored),
+                "runs": 2 + errored,
+                "run_ms_p50": 60_000.0,
+                "run_ms_p95": 90_000.0,
+                "waits": 3,
+                "wait_ms_p50": 1_000.0,
+                "wait_ms_p95": 2_000.0,
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(rows, schema=AGG_SCHEMA), history / "agg_hourly.parquet")
+    last = HOUR + timedelta(hours=30 * 24 - 1)
+    markers = [{"hour": HOUR, "restarts": 1}, {"hour": last, "restarts": 2}]
+    pq.write_table(pa.Table.from_pylist(markers, schema=MARKER_SCHEMA), history / "markers.parquet")
+    state = {"input": "x", "built_at_ms": 1_767_258_000_000, "facts_rows": 9_000}
+    (history / "state.json").write_text(json.dumps(state))
+    return state_dir
+
+
+def hourly_lines(stdout: str) -> list[str]:
+    """The rows of the hourly table."""
+    return [line for line in stdout.splitlines() if re.match(r"│ \d{4}-\d\d-\d\d \d\d:00", line)]
+
+
+def test_show_a_long_history_by_day_then_the_newest_hours(month_history: Path) -> None:
+    """30 days: one row per day with the day's sums, then the newest 24 hours hour by
+    hour (with their restart marker), and how to see more."""
+    proc = orchestrate(month_history, "history", "show")
+    assert proc.returncode == 0, proc.stderr
+    days = [line for line in proc.stdout.splitlines() if re.match(r"│ \d{4}-\d\d-\d\d │", line)]
+    assert len(days) == 31  # from 09:00 on the first day to 08:00 on the 31st
+    # hours, events, registered, done, errors, err %: hours of 5, 3, 2 and every other 1
+    counts = [re.findall(r"\d+", day.split("claude")[1]) for day in days]
+    assert counts[0] == ["15", "75", "45", "30", "7", "19"]
+    assert counts[1] == ["24", "120", "72", "48", "12", "20"]
+    hours = hourly_lines(proc.stdout)
+    assert len(hours) == 24
+    assert hours[0].startswith("│ 2026-01-30 09:00 ") and "2026-01-31 08:00 ⟳2" in hours[-1]
+    assert "2026-01-01 09:00 x1" not in proc.stdout  # the restart outside the hours shown
+    assert "the newest 24 of 720 hours" in proc.stdout
+
+
+def test_show_hours_picks_how_many_hours(month_history: Path) -> None:
+    """`--hours N` shows the newest N hours; `--hours 0` every hour and no day table."""
+    proc = orchestrate(month_history, "history", "show", "--hours", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert len(hourly_lines(proc.stdout)) == 3 and "Per day" in proc.stdout
+    proc = orchestrate(month_history, "history", "show", "--hours", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert len(hourly_lines(proc.stdout)) == 720 and "Per day" not in proc.stdout
+    assert "2026-01-01 09:00 x1, 2026-01-31 08:00 x2" in proc.stdout
+
+
+@pytest.mark.parametrize("bad", ["-1", "x", ""])
+def test_show_hours_refuses_bad_values(month_history: Path, bad: str) -> None:
+    proc = orchestrate(month_history, "history", "show", "--hours", bad)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("orchestrate history show: Invalid value for '--hours'")
+    assert proc.stderr.count("\n") == 1
 
 
 def test_reader_returns_typed_rows(fixed_history: Path) -> None:
