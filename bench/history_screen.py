@@ -68,8 +68,8 @@ async def screen_loads(state_dir: Path, how: str) -> tuple[list[float], list[flo
 
     ``how``: "open" is what `h` does (``HistoryScreen.open``: read, then push);
     "ahead" is `h` after the control room has read the history ahead and drawn its
-    charts at the screen's size (the usual case); "push" pushes the screen, which then loads (resuming it; a read slower
-    than OPEN_WAIT_S)."""
+    charts at the screen's size (the usual case); "push" pushes the screen, which
+    then loads (resuming it; a read slower than OPEN_WAIT_S)."""
     app: App[None] = App()
     timings: list[float] = []
     loaded: list[float] = []

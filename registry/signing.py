@@ -39,7 +39,7 @@ def sign(event: Event, token: str) -> Event:
     (any previous signature is replaced). Raises InvalidEvent if the event
     holds the token itself, or if the signature would push data over its limit."""
     signature = compute_signature(event, token)
-    # The heuristics in check_detail can miss a random token; this cannot.
+    # The heuristics in detail.check_detail can miss a random token; this cannot.
     # (Tokens under 8 characters would match ordinary text; real ones are 43.)
     if len(token) >= 8 and token in event.to_bytes().decode("utf-8"):
         raise InvalidEvent("event contains its own auth_token: refusing to sign (it never travels)")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from registry.detail import check_detail, scrub_detail, unsafe_detail_reason
 from registry.errors import InvalidEvent
 from registry.events import (
     EVENT_TYPES,
@@ -20,12 +21,9 @@ from registry.events import (
     TERMINAL_EVENTS,
     Event,
     build_event,
-    check_detail,
     event_from_dict,
     is_terminal,
     parse_event,
-    scrub_detail,
-    unsafe_detail_reason,
 )
 
 NOW = datetime(2026, 6, 20, 14, 48, 58, tzinfo=UTC)
