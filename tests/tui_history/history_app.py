@@ -19,7 +19,12 @@ class HistoryApp(ControlRoomApp):
     """The control room with its state dir in `settings`; `h` opens the History
     screen as in the real app (`ControlRoomApp.action_history`)."""
 
-    def __init__(self, state_dir: Path, history_read_ahead_s: float | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        history_read_ahead_s: float | None = None,
+        history_recheck_s: float | None = None,
+    ) -> None:
         """No read-ahead unless asked: the tests that count reads expect only theirs."""
         super().__init__(
             FakeSource.seeded(),
@@ -28,6 +33,7 @@ class HistoryApp(ControlRoomApp):
             age_refresh_s=3600,
             reconcile_interval_s=None,
             history_read_ahead_s=history_read_ahead_s,
+            history_recheck_s=history_recheck_s,
         )
         self.settings = Settings(state_dir=state_dir)
 

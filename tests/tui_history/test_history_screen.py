@@ -322,6 +322,40 @@ async def test_the_read_ahead_draws_the_charts_too(
         await wait_until(pilot, lambda: live_draws.calls == 3, "the charts redrawn")
 
 
+async def test_the_read_ahead_follows_a_build_and_a_resize(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control room looks again every `history_recheck_s`: unchanged files are not
+    read again; a build from the CLI is, and so is a resize (charts drawn at the new
+    size). `h` then shows the newest history without a read or a draw of its own."""
+    write_history(state_dir)
+    reads = Spy(history_module.read_history)
+    monkeypatch.setattr(history_module, "read_history", reads)
+    live_draws = Spy(charts_module.render_plot)
+    monkeypatch.setattr(charts_module, "render_plot", live_draws)
+    app = HistoryApp(state_dir, history_read_ahead_s=0.05, history_recheck_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await read_ahead(app, pilot)
+        screen = HistoryScreen.shared(app)
+        await pilot.pause(0.4)  # several looks: nothing changed
+        assert reads.calls == 1
+        write_history(state_dir, agents=5)
+        await wait_until(pilot, lambda: reads.calls == 2, "the build read ahead")
+        await pilot.resize_terminal(100, 30)
+        await wait_until(pilot, lambda: reads.calls == 3, "the resize read ahead")
+        await wait_until(
+            pilot,
+            lambda: screen._ahead is not None and screen._ahead.drawn_for[0] == app.size,
+            "the charts drawn ahead at the new size",
+        )
+        screen = await open_history(pilot)
+        assert len(screen.snapshot.agents) == 5  # type: ignore[union-attr]
+        assert (reads.calls, live_draws.calls) == (3, 0)
+        assert {chart.id: chart.size for chart in screen.query(HistoryChart)} == chart_sizes(
+            app.size
+        )
+
+
 @pytest.mark.parametrize("size", [SIZE, (121, 41), (80, 24), (61, 15)])
 async def test_chart_sizes_are_the_laid_out_ones(
     make_app: AppFactory, state_dir: Path, size: tuple[int, int]

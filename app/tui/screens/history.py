@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -133,7 +134,7 @@ class HistoryScreen(Screen[None]):
         self._opening = False  # open() is reading the history before the first push
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
-        self._ahead: Ahead | None = None  # read_ahead's (file versions, outcome)
+        self._ahead: Ahead | None = None  # what read_ahead read and drew
         self._drawn_ahead: Drawings = {}  # shared with the charts, which use them up
 
     @classmethod
@@ -194,8 +195,8 @@ class HistoryScreen(Screen[None]):
             app.push_screen(self)
             return
         ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == history_version(self.state_dir):
-            self._first_outcome = ahead[1]  # read ahead, and no build since
+        if ahead is not None and ahead.version == history_version(self.state_dir):
+            self._first_outcome = ahead.outcome  # read ahead, and no build since
             app.push_screen(self)
             return
         self._opening = True
@@ -211,24 +212,32 @@ class HistoryScreen(Screen[None]):
         """Read the history before anyone asks for it (the control room does this
         once it has settled), and draw its charts at the size the screen would give
         them now, so that `h` finds it all in memory; ``open`` uses it only if the
-        files are still the ones that were read."""
+        files are still the ones that were read. Called again, it reads and draws
+        again only if the files, the app's size or its theme changed since."""
         if self._opening or self.is_mounted:
             return
         state_dir = self.state_dir
+        app_theme = app.theme
+        drawn_for = (app.size, app_theme)
         sizes = chart_sizes(app.size)
-        app_theme, plotext_theme = app.theme, auto_plotext_theme(app)
+        plotext_theme = auto_plotext_theme(app)
+        held = self._ahead
 
         def read() -> None:
             version = history_version(state_dir)  # before the read: a build during it shows
+            if held is not None and (held.version, held.drawn_for) == (version, drawn_for):
+                return  # what is held is still what `h` would show
             outcome = _read_reporting_errors(state_dir, None)
             if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
                 for chart_id, data in chart_data(outcome.charts).items():
                     drawing = draw_chart(data, sizes[chart_id], plotext_theme)
                     outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
             if not (self._opening or self.is_mounted):
-                self._ahead = (version, outcome)
+                self._ahead = Ahead(version, drawn_for, outcome)
 
-        app.run_worker(read, thread=True, exit_on_error=False, group="history-ahead")
+        app.run_worker(
+            read, thread=True, exclusive=True, exit_on_error=False, group="history-ahead"
+        )
 
     def _opened(self, app: App[Any], outcome: Loaded | LoadFailed | None) -> None:
         """The first read is in (``outcome``), or OPEN_WAIT_S passed (None)."""
@@ -478,7 +487,13 @@ class HistoryScreen(Screen[None]):
             self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
 
 
-Ahead = tuple[tuple[FileVersion, ...], HistoryScreen.Loaded | HistoryScreen.LoadFailed]
+@dataclass(frozen=True)
+class Ahead:
+    """What ``read_ahead`` read and drew, and for what."""
+
+    version: tuple[FileVersion, ...]  # the files it read (``history_version``)
+    drawn_for: tuple[Size, str]  # the app's size and theme it drew the charts for
+    outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed
 
 
 def chart_sizes(screen: Size) -> dict[str, Size]:
