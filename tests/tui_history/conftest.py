@@ -16,7 +16,7 @@ sys.path.insert(0, str(HERE.parent / "tui"))  # and the control room's fake sour
 from history_app import HistoryApp  # noqa: E402
 
 from app.tui.screens.history import HistoryScreen  # noqa: E402
-from app.tui.screens.history_commands import BuildStep  # noqa: E402
+from app.tui.widgets.build_panel import BuildStep  # noqa: E402
 
 FAKE_BUILD = HERE / "fake_build.py"
 

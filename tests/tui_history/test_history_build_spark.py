@@ -11,7 +11,7 @@ import pytest
 from history_app import HistoryApp, open_history
 
 from app.tui.screens.history import HistoryScreen
-from app.tui.screens.history_commands import BuildStep, default_build_steps
+from app.tui.widgets.build_panel import BuildStep, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.errors import java_available
 from registry.history.synthetic import generate_lines

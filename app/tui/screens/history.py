@@ -3,9 +3,6 @@ parquet (read with pyarrow in a worker), and a rebuild that runs the build as a 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,16 +16,12 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
-from textual.worker import Worker, get_current_worker
+from textual.widgets import Footer, Static
+from textual.worker import Worker
 
 from app.settings import find_state_dir
-from app.tui.screens.history_commands import (
-    BuildStep,
-    BuildSteps,
-    HistoryCommands,
-    default_build_steps,
-)
+from app.tui.screens.history_commands import HistoryCommands
+from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
 from app.tui.widgets.history_charts import (
     ChartData,
     Drawings,
@@ -42,7 +35,6 @@ from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
 
 SCREEN_NAME = "history"
-BUILD_LOG_LINES = 500
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
 
 
@@ -64,11 +56,6 @@ class HistoryScreen(Screen[None]):
     HistoryScreen #charts { height: 1fr; }
     HistoryScreen #charts.-hidden { display: none; }
     HistoryScreen #charts-bottom { height: 1fr; }
-    HistoryScreen #build { display: none; height: 8; border-top: solid $primary-darken-2; }
-    HistoryScreen #build.-shown { display: block; }
-    HistoryScreen #build-status { height: 1; padding: 0 1; }
-    HistoryScreen #build-status.-error { color: $text-error; }
-    HistoryScreen #build-log { height: 1fr; }
     """
 
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
@@ -106,35 +93,17 @@ class HistoryScreen(Screen[None]):
             super().__init__()
             self.error = error
 
-    class BuildLine(Message):
-        """One line of the rebuild's output (stdout and stderr merged)."""
-
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    class BuildFinished(Message):
-        """The rebuild ended; `error` is its one-line reason when it failed."""
-
-        def __init__(self, error: str | None) -> None:
-            super().__init__()
-            self.error = error
-
     def __init__(self, state_dir: Path | None = None) -> None:
         super().__init__()
         self._state_dir = state_dir
         self.loading_history = False
-        self.building = False
         self.load_count = 0  # finished loads; tests wait on it
-        self.build_error: str | None = None
         self.damaged = False  # the last load found damaged files: rebuild with --full
-        self._build_started = 0.0
-        self._build_step = ""
-        self._process: subprocess.Popen[str] | None = None
         self._opening = False  # open() is reading the history before the first push
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
         self._ahead: Ahead | None = None  # what read_ahead read and drew
+        self._reading_ahead = False  # a read_ahead thread is running
         self._drawn_ahead: Drawings = {}  # shared with the charts, which use them up
 
     @classmethod
@@ -179,9 +148,7 @@ class HistoryScreen(Screen[None]):
                     yield HistoryChart(id="error-rate", drawn_ahead=self._drawn_ahead).data_bind(
                         data=HistoryScreen.error_rate
                     )
-        with Vertical(id="build"):
-            yield Static("", id="build-status")
-            yield Log(max_lines=BUILD_LOG_LINES, id="build-log")
+        yield BuildPanel(id="build")
         yield Footer()
 
     def open(self, app: App[Any]) -> None:
@@ -214,8 +181,8 @@ class HistoryScreen(Screen[None]):
         them now, so that `h` finds it all in memory; ``open`` uses it only if the
         files are still the ones that were read. Called again, it reads and draws
         again only if the files, the app's size or its theme changed since."""
-        if self._opening or self.is_mounted:
-            return
+        if self._opening or self._reading_ahead or self.is_mounted or self in app.screen_stack:
+            return  # opening, opened (pushed but not mounted yet, too), or already at it
         state_dir = self.state_dir
         app_theme = app.theme
         drawn_for = (app.size, app_theme)
@@ -224,20 +191,22 @@ class HistoryScreen(Screen[None]):
         held = self._ahead
 
         def read() -> None:
-            version = history_version(state_dir)  # before the read: a build during it shows
-            if held is not None and (held.version, held.drawn_for) == (version, drawn_for):
-                return  # what is held is still what `h` would show
-            outcome = _read_reporting_errors(state_dir, None)
-            if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
-                for chart_id, data in chart_data(outcome.charts).items():
-                    drawing = draw_chart(data, sizes[chart_id], plotext_theme)
-                    outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
-            if not (self._opening or self.is_mounted):
-                self._ahead = Ahead(version, drawn_for, outcome)
+            try:
+                version = history_version(state_dir)  # before the read: a build during it shows
+                if held is not None and (held.version, held.drawn_for) == (version, drawn_for):
+                    return  # what is held is still what `h` would show
+                outcome = _read_reporting_errors(state_dir, None)
+                if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
+                    for chart_id, data in chart_data(outcome.charts).items():
+                        drawing = draw_chart(data, sizes[chart_id], plotext_theme)
+                        outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
+                if not (self._opening or self.is_mounted):
+                    self._ahead = Ahead(version, drawn_for, outcome)
+            finally:
+                self._reading_ahead = False
 
-        app.run_worker(
-            read, thread=True, exclusive=True, exit_on_error=False, group="history-ahead"
-        )
+        self._reading_ahead = True  # one at a time, however often the app asks
+        app.run_worker(read, thread=True, exit_on_error=False, group="history-ahead")
 
     def _opened(self, app: App[Any], outcome: Loaded | LoadFailed | None) -> None:
         """The first read is in (``outcome``), or OPEN_WAIT_S passed (None)."""
@@ -266,13 +235,6 @@ class HistoryScreen(Screen[None]):
         if self._shown and self.load_count and not self.building:
             self.load()
         self._shown = True
-
-    def on_unmount(self) -> None:
-        """The app is closing (or the screen was not shared): stop the build process
-        rather than leave a JVM behind; the build's journal makes that safe."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
 
     # -- loading --------------------------------------------------------------
     def load(self) -> None:
@@ -392,98 +354,36 @@ class HistoryScreen(Screen[None]):
         self.agent = choices[(choices.index(self.agent) + 1) % len(choices)]
 
     # -- rebuilding -------------------------------------------------------------
+    @property
+    def building(self) -> bool:
+        """A rebuild is running (it goes on while the screen is left with esc)."""
+        return self.query_one(BuildPanel).building
+
+    @property
+    def build_error(self) -> str | None:
+        """Why the last rebuild failed, if it did."""
+        return self.query_one(BuildPanel).error
+
     def action_rebuild(self) -> None:
-        if self.building:
+        panel = self.query_one(BuildPanel)
+        if panel.building:
             self.notify("A history build is already running", severity="warning")
             return
-        self.building = True
-        self.build_error = None
-        self._build_started = time.monotonic()
-        self.query_one("#build").set_class(True, "-shown")
-        self.query_one("#build-status", Static).set_class(False, "-error")
-        self.query_one("#build-log", Log).clear()
-        steps = list(type(self).build_steps(self.state_dir, self.damaged))
-        self._show_build_status()
-        self._run_build(steps)
+        panel.start(list(type(self).build_steps(self.state_dir, self.damaged)))
 
-    def _show_build_status(self) -> None:
-        if not self.building:
-            return
-        elapsed = time.monotonic() - self._build_started
-        step = f" ({self._build_step})" if self._build_step else ""
-        self.query_one("#build-status", Static).update(
-            f"Building{step}… {elapsed:.0f} s; esc leaves, the build goes on"
-        )
-        self.set_timer(0.5, self._show_build_status)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="history-build")
-    def _run_build(self, steps: list[BuildStep]) -> None:
-        """Each step as a child process, its output merged and streamed line by line."""
-        worker = get_current_worker()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for number, step in enumerate(steps, 1):
-            self._build_step = f"{number}/{len(steps)} {step.name}"
-            self.post_message(self.BuildLine(f"$ orchestrate {step.name}"))
-            last = ""
-            try:
-                process = subprocess.Popen(
-                    step.argv,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    text=True,
-                    bufsize=1,
-                    env=env,
-                )
-            except OSError as error:
-                self.post_message(self.BuildFinished(f"cannot start {step.name}: {error}"))
-                return
-            self._process = process
-            assert process.stdout is not None
-            with process.stdout:
-                for line in process.stdout:
-                    if line.strip():
-                        last = line.rstrip()
-                        self.post_message(self.BuildLine(last))
-            code = process.wait()
-            self._process = None
-            if worker.is_cancelled:
-                return
-            if code != 0:
-                reason = last.removeprefix("orchestrate: ") or f"exit status {code}"
-                self.post_message(self.BuildFinished(f"{step.name} failed: {reason}"))
-                return
-        self.post_message(self.BuildFinished(None))
-
-    @on(BuildLine)
-    def _build_line(self, message: BuildLine) -> None:
-        self.query_one("#build-log", Log).write_line(message.text)
-
-    @on(BuildFinished)
-    def _build_finished(self, message: BuildFinished) -> None:
-        self.building = False
-        self._build_step = ""
-        status = self.query_one("#build-status", Static)
-        seconds = time.monotonic() - self._build_started
+    @on(BuildPanel.Finished)
+    def _build_finished(self, message: BuildPanel.Finished) -> None:
         if message.error is None:
-            status.update(f"Build finished in {seconds:.1f} s")
             self.notify("History rebuilt")
             self.load()
-            return
-        self.build_error = message.error
-        status.set_class(True, "-error")
-        status.update(f"Build failed: {message.error}")
-        self.notify(message.error, title="History build failed", severity="error")
+        else:
+            self.notify(message.error, title="History build failed", severity="error")
 
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
-        """A load or build worker that raised something unexpected: say so, keep going
-        (the app's handler shows the error itself)."""
-        if event.worker.error is None:
-            return
-        if event.worker.group == "history-build" and self.building:
-            self.post_message(self.BuildFinished(str(event.worker.error)))
-        elif event.worker.group == "history-load":
+        """A load worker that raised something unexpected: say so, keep going (the
+        app's handler shows the error itself)."""
+        if event.worker.error is not None and event.worker.group == "history-load":
             self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
 
 

@@ -1,34 +1,11 @@
-"""What the History screen runs besides itself: the processes of a rebuild and its
-commands in the palette (ctrl+p)."""
+"""The History screen's commands in the palette (ctrl+p)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-
-
-@dataclass(frozen=True)
-class BuildStep:
-    """One process of a rebuild: what the log calls it and the argv that runs it."""
-
-    name: str
-    argv: tuple[str, ...]
-
-
-def default_build_steps(state_dir: Path, full: bool) -> list[BuildStep]:
-    """Export the bus first (appends only what is new, so cheap when nothing is), then
-    run the Spark build: a user who just ran demo agents gets a history with one key."""
-    base = (sys.executable, "-m", "app", "--state-dir", str(state_dir))
-    build = (*base, "history", "build", *(("--full",) if full else ()))
-    return [BuildStep("export", (*base, "export")), BuildStep("history build", build)]
-
-
-BuildSteps = Callable[[Path, bool], Sequence[BuildStep]]
 
 
 class HistoryCommands(Provider):
