@@ -216,6 +216,15 @@ class Spy:
         return self.function(*args)
 
 
+def spy_on(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, gate: threading.Event | None = None
+) -> Spy:
+    """Replace ``module.name`` with a Spy of it for the test."""
+    spy = Spy(getattr(module, name), gate)
+    monkeypatch.setattr(module, name, spy)
+    return spy
+
+
 async def test_h_opens_the_screen_drawn(
     make_app: AppFactory, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,8 +232,7 @@ async def test_h_opens_the_screen_drawn(
     frame: no loading indicator in between, one read; `h` again while it reads does
     not open a second screen."""
     write_history(state_dir)
-    reads = Spy(history_module.read_history)
-    monkeypatch.setattr(history_module, "read_history", reads)
+    reads = spy_on(monkeypatch, history_module, "read_history")
     open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
     monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
     shown_loading: list[HistoryScreen] = []
@@ -257,8 +265,7 @@ async def test_a_slow_read_opens_the_screen_loading(
     charts appear when the read lands (no second read)."""
     write_history(state_dir)
     gate = threading.Event()
-    reads = Spy(history_module.read_history, gate)
-    monkeypatch.setattr(history_module, "read_history", reads)
+    reads = spy_on(monkeypatch, history_module, "read_history", gate)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
@@ -289,8 +296,7 @@ async def test_h_opens_from_the_history_read_ahead(
     """The control room reads the history once it has settled; `h` then shows it
     at once, drawn, with no read of its own."""
     write_history(state_dir)
-    reads = Spy(history_module.read_history)
-    monkeypatch.setattr(history_module, "read_history", reads)
+    reads = spy_on(monkeypatch, history_module, "read_history")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
@@ -310,8 +316,7 @@ async def test_the_read_ahead_draws_the_charts_too(
     `h` shows them without drawing any on the event loop. After a resize they draw
     themselves again."""
     write_history(state_dir)
-    live_draws = Spy(charts_module.render_plot)
-    monkeypatch.setattr(charts_module, "render_plot", live_draws)
+    live_draws = spy_on(monkeypatch, charts_module, "render_plot")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
@@ -330,10 +335,8 @@ async def test_the_read_ahead_follows_a_build_and_a_resize(
     read again; a build from the CLI is, and so is a resize (charts drawn at the new
     size). `h` then shows the newest history without a read or a draw of its own."""
     write_history(state_dir)
-    reads = Spy(history_module.read_history)
-    monkeypatch.setattr(history_module, "read_history", reads)
-    live_draws = Spy(charts_module.render_plot)
-    monkeypatch.setattr(charts_module, "render_plot", live_draws)
+    reads = spy_on(monkeypatch, history_module, "read_history")
+    live_draws = spy_on(monkeypatch, charts_module, "render_plot")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05, history_recheck_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
@@ -382,8 +385,7 @@ async def test_a_build_after_the_read_ahead_is_read_again(
 ) -> None:
     """Files replaced since the read-ahead (a build from the CLI): `h` reads them."""
     write_history(state_dir)
-    reads = Spy(history_module.read_history)
-    monkeypatch.setattr(history_module, "read_history", reads)
+    reads = spy_on(monkeypatch, history_module, "read_history")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
