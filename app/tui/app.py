@@ -234,7 +234,7 @@ class ControlRoomApp(App[None]):
     def _read_history_ahead(self) -> None:
         """The first `h` of a session then opens the History screen without
         waiting on a read, on pyarrow's first-use costs or on plotext drawing the
-        charts (146 -> 74 ms here, then 44-56 ms with the charts drawn ahead).
+        charts (146 -> 74 ms here, then 26-44 ms with the charts drawn ahead).
         A few seconds in, so the startup backlog is drawn first. Called again, it
         costs three stats unless something changed (``HistoryScreen.read_ahead``)."""
         HistoryScreen.shared(self).read_ahead(self)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,10 @@ class Spy:
         self.gate = gate
         self.calls = 0
 
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        """A method's spy: called through an instance, it gets the instance first."""
+        return self if instance is None else partial(self, instance)
+
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
         if self.gate is not None:
@@ -235,14 +240,7 @@ async def test_h_opens_the_screen_drawn(
     reads = spy_on(monkeypatch, history_module, "read_history")
     open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
     monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
-    shown_loading: list[HistoryScreen] = []
-    show_loading = HistoryScreen._show_loading
-
-    def spy_show_loading(screen: HistoryScreen) -> None:
-        shown_loading.append(screen)
-        show_loading(screen)
-
-    monkeypatch.setattr(HistoryScreen, "_show_loading", spy_show_loading)
+    shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
@@ -253,7 +251,7 @@ async def test_h_opens_the_screen_drawn(
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
         await pilot.pause(open_wait_s + 0.1)  # past OPEN_WAIT_S: nothing else arrives
-        assert (reads.calls, len(shown_loading), screen.load_count) == (1, 0, 1)
+        assert (reads.calls, shown_loading.calls, screen.load_count) == (1, 0, 1)
         assert not screen.query(LoadingIndicator)
         assert len(app.screen_stack) == 2
 
@@ -302,10 +300,11 @@ async def test_h_opens_from_the_history_read_ahead(
         await read_ahead(app, pilot)
         assert reads.calls == 1 and isinstance(app.screen, MainScreen)
         await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "the screen")
         screen = app.screen
-        assert isinstance(screen, HistoryScreen)  # pushed by the key itself, no wait
+        assert isinstance(screen, HistoryScreen)
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
-        assert screen.load_count == 1 and charts_shown(screen)
+        assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
         assert reads.calls == 1 and len(screen.snapshot.agents) == 3  # type: ignore[union-attr]
 
 
@@ -347,7 +346,7 @@ async def test_the_read_ahead_follows_a_build_and_a_resize(
         version = history_version(state_dir)  # a look between two files reads twice
         await wait_until(
             pilot,
-            lambda: screen._ahead is not None and screen._ahead.version == version,
+            lambda: screen._ahead is not None and screen._ahead.outcome.version == version,
             "the build read ahead",
         )
         read_for_build = reads.calls
@@ -404,6 +403,30 @@ async def test_no_history_read_ahead_then_one_built(
         await read_ahead(app, pilot)
         write_history(state_dir)
         screen = await open_history(pilot)
+        assert charts_shown(screen)
+
+
+async def test_coming_back_to_an_unchanged_history_reads_nothing(
+    make_app: AppFactory, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """esc, then `h` again with no build since: the charts are back at once, with no
+    read, no loading indicator and no redraw."""
+    write_history(state_dir)
+    reads = spy_on(monkeypatch, history_module, "read_history")
+    shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        draws = [chart.draws for chart in screen.query(HistoryChart)]
+        assert (reads.calls, shown_loading.calls) == (1, 0)
+        for _ in range(2):
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+            await pilot.press("h")
+            await wait_until(pilot, lambda: app.screen is screen, "the History screen")
+        await pilot.pause(0.2)
+        assert (reads.calls, shown_loading.calls, screen.load_count) == (1, 0, 1)
+        assert [chart.draws for chart in screen.query(HistoryChart)] == draws
         assert charts_shown(screen)
 
 

@@ -34,6 +34,8 @@ from app.tui.widgets.plotext_visual import auto_plotext_theme
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
 
+FileVersions = tuple[FileVersion, ...]  # what ``history_version`` returns
+
 SCREEN_NAME = "history"
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
 
@@ -80,18 +82,25 @@ class HistoryScreen(Screen[None]):
     class Loaded(Message):
         """The load worker read the aggregates and computed the charts."""
 
-        def __init__(self, snapshot: HistorySnapshot, charts: HistoryCharts | None) -> None:
+        def __init__(
+            self,
+            snapshot: HistorySnapshot,
+            charts: HistoryCharts | None,
+            version: FileVersions = (),
+        ) -> None:
             super().__init__()
             self.snapshot = snapshot
             self.charts = charts
+            self.version = version  # of the files read (history_version)
             self.drawings: Drawings = {}  # charts drawn ahead (read_ahead), if any
 
     class LoadFailed(Message):
         """Not built yet, or damaged: a notice instead of charts."""
 
-        def __init__(self, error: Exception) -> None:
+        def __init__(self, error: Exception, version: FileVersions = ()) -> None:
             super().__init__()
             self.error = error
+            self.version = version  # of the files that failed (history_version)
 
     def __init__(self, state_dir: Path | None = None) -> None:
         super().__init__()
@@ -102,6 +111,7 @@ class HistoryScreen(Screen[None]):
         self._opening = False  # open() is reading the history before the first push
         self._shown = False  # resumed once: later resumes are coming back to it
         self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
+        self._shown_version: FileVersions = ()  # the files what is on screen came from
         self._ahead: Ahead | None = None  # what read_ahead read and drew
         self._reading_ahead = False  # a read_ahead thread is running
         self._drawn_ahead: Drawings = {}  # shared with the charts, which use them up
@@ -158,19 +168,19 @@ class HistoryScreen(Screen[None]):
         OPEN_WAIT_S pushes it anyway, loading, and the read lands when it is done."""
         if self._opening:
             return  # h pressed again before the first read came back
-        if self.is_mounted:  # shown before: resuming reads again
-            app.push_screen(self)
-            return
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.version == history_version(self.state_dir):
-            self._first_outcome = ahead.outcome  # read ahead, and no build since
+        if self.is_mounted:  # shown before: resuming looks for a newer build
             app.push_screen(self)
             return
         self._opening = True
         state_dir, agent = self.state_dir, self.agent
+        ahead, self._ahead = self._ahead, None
 
         def read() -> None:
-            app.call_from_thread(self._opened, app, _read_reporting_errors(state_dir, agent))
+            if ahead is not None and ahead.outcome.version == history_version(state_dir):
+                outcome = ahead.outcome  # read ahead, and no build since: no read at all
+            else:
+                outcome = _read_reporting_errors(state_dir, agent)
+            app.call_from_thread(self._opened, app, outcome)
 
         app.run_worker(read, thread=True, exit_on_error=False, group="history-open")
         app.set_timer(OPEN_WAIT_S, lambda: self._opened(app, None))
@@ -192,8 +202,11 @@ class HistoryScreen(Screen[None]):
 
         def read() -> None:
             try:
-                version = history_version(state_dir)  # before the read: a build during it shows
-                if held is not None and (held.version, held.drawn_for) == (version, drawn_for):
+                if (
+                    held is not None
+                    and held.drawn_for == drawn_for
+                    and held.outcome.version == history_version(state_dir)
+                ):
                     return  # what is held is still what `h` would show
                 outcome = _read_reporting_errors(state_dir, None)
                 if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
@@ -201,7 +214,7 @@ class HistoryScreen(Screen[None]):
                         drawing = draw_chart(data, sizes[chart_id], plotext_theme)
                         outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
                 if not (self._opening or self.is_mounted):
-                    self._ahead = Ahead(version, drawn_for, outcome)
+                    self._ahead = Ahead(drawn_for, outcome)
             finally:
                 self._reading_ahead = False
 
@@ -233,7 +246,7 @@ class HistoryScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         # coming back (the screen is shared): pick up a build run from the CLI meanwhile
         if self._shown and self.load_count and not self.building:
-            self.load()
+            self._reload_if_rebuilt(self.state_dir, self.agent, self._shown_version)
         self._shown = True
 
     # -- loading --------------------------------------------------------------
@@ -250,9 +263,18 @@ class HistoryScreen(Screen[None]):
     def _load(self, state_dir: Path, agent: str | None) -> None:
         self.post_message(read_history(state_dir, agent))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
+    def _reload_if_rebuilt(self, state_dir: Path, agent: str | None, shown: FileVersions) -> None:
+        """Read again only if the files changed since what is shown was read: the
+        charts on screen stay up meanwhile (no loading indicator for a read of a few
+        ms; coming back to an unchanged history costs three stats)."""
+        if history_version(state_dir) != shown:
+            self.post_message(read_history(state_dir, agent))
+
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         self._finish_load()  # first: the charts lay out once, without the overlay
+        self._shown_version = message.version
         self.damaged = False
         self._drawn_ahead.clear()
         self._drawn_ahead.update(message.drawings)
@@ -264,6 +286,7 @@ class HistoryScreen(Screen[None]):
     @on(LoadFailed)
     def _load_failed(self, message: LoadFailed) -> None:
         error = message.error
+        self._shown_version = message.version
         self.snapshot = None
         self.charts = None
         self.damaged = isinstance(error, CorruptHistory)
@@ -389,9 +412,8 @@ class HistoryScreen(Screen[None]):
 
 @dataclass(frozen=True)
 class Ahead:
-    """What ``read_ahead`` read and drew, and for what."""
+    """What ``read_ahead`` read (its files' version in it) and drew, and for what."""
 
-    version: tuple[FileVersion, ...]  # the files it read (``history_version``)
     drawn_for: tuple[Size, str]  # the app's size and theme it drew the charts for
     outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed
 
@@ -423,13 +445,14 @@ def chart_data(charts: HistoryCharts) -> dict[str, ChartData]:
 def read_history(
     state_dir: Path, agent: str | None
 ) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
-    """The aggregates and the charts of ``agent`` (None: all), or why there are none.
-    Reads files: call it off the event loop."""
+    """The aggregates and the charts of ``agent`` (None: all), or why there are none,
+    with the version of the files read. Reads files: call it off the event loop."""
+    version = history_version(state_dir)  # before the read: a build during it shows
     try:
         snapshot = load_history(state_dir)
     except (HistoryNotBuilt, CorruptHistory, OSError) as error:
-        return HistoryScreen.LoadFailed(error)
-    return HistoryScreen.Loaded(snapshot, build_charts(snapshot, agent))
+        return HistoryScreen.LoadFailed(error, version)
+    return HistoryScreen.Loaded(snapshot, build_charts(snapshot, agent), version)
 
 
 def _read_reporting_errors(
