@@ -21,6 +21,7 @@ import app.tui.screens.history as history_module
 import app.tui.widgets.history_charts as charts_module
 from app.tui.screens.history import HistoryScreen, chart_sizes
 from app.tui.screens.main import MainScreen
+from app.tui.widgets.build_panel import BuildPanel
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.reader import history_version
 
@@ -117,13 +118,16 @@ async def test_rebuild_streams_progress_and_reloads(
     make_app: AppFactory, fake_build: Callable[..., Path]
 ) -> None:
     """`b` runs the build as processes: their lines stream in, esc leaves and h comes
-    back while it runs, and the charts appear when it exits 0."""
+    back while it runs, and the charts appear when it exits 0. The build panel is
+    only mounted by the first `b` (it made opening the screen slower)."""
     gate = fake_build()
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
+        assert not screen.query(BuildPanel) and not screen.building
         await pilot.press("b")
         log = screen.query_one("#build-log", Log)
+        assert screen.query_one(BuildPanel).display
         await wait_until(pilot, lambda: any("reading 42" in line for line in log.lines))
         assert screen.building
         assert any("exported 42" in line for line in log.lines)  # the export ran first
