@@ -64,6 +64,15 @@ async def test_charts_show_the_fixture(make_app: AppFactory, state_dir: Path) ->
         assert "completed" in totals and "3 restarts" in totals
 
 
+async def test_one_agent_is_one_agent(make_app: AppFactory, state_dir: Path) -> None:
+    """The title counts agents in words a person would write: "1 agent", "3 agents"."""
+    write_history(state_dir, agents=1)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        assert " · 1 agent · " in str(screen.query_one("#history-title", Static).render())
+
+
 async def test_agent_filter_cycles(make_app: AppFactory, state_dir: Path) -> None:
     """`a` shows one agent's charts, then the next, then all agents again."""
     write_history(state_dir, agents=2)

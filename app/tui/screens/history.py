@@ -339,7 +339,8 @@ class HistoryScreen(Screen[None]):
         if snapshot is None:
             return "[b]History[/b]"
         agents = snapshot.agents
-        showing = f"agent [b]{self.agent}[/b]" if self.agent else f"{len(agents)} agents"
+        count = f"{len(agents)} agent" + ("" if len(agents) == 1 else "s")
+        showing = f"agent [b]{self.agent}[/b]" if self.agent else count
         span = ""
         totals = self.charts.totals if self.charts else None
         if totals and totals.first_hour and totals.last_hour:
