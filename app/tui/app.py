@@ -30,6 +30,10 @@ from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, StopMode
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
+# The commands that act on the selected job or its session.
+JOB_ACTIONS = frozenset(
+    {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log", "tmux_split"}
+)
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
@@ -286,8 +290,11 @@ class ControlRoomApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # keys of the main screens must not fire from under a modal or the palette
-        under_modal = isinstance(self.screen, ModalScreen | CommandPalette)
-        return not (action in COMMAND_ACTIONS and under_modal)
+        if action in COMMAND_ACTIONS and isinstance(self.screen, ModalScreen | CommandPalette):
+            return False
+        # nor a job's keys where no job is selected (the History screen): hidden from
+        # its footer, instead of each answering "Select a job first"
+        return not (action in JOB_ACTIONS and not hasattr(self.screen, "selected_job_id"))
 
     def _selected_job(self) -> str | None:
         job_id: str | None = getattr(self.screen, "selected_job_id", None)

@@ -64,6 +64,29 @@ async def test_charts_show_the_fixture(make_app: AppFactory, state_dir: Path) ->
         assert "completed" in totals and "3 restarts" in totals
 
 
+async def test_the_job_keys_are_off_on_the_history_screen(
+    make_app: AppFactory, state_dir: Path
+) -> None:
+    """No job is selected on the History screen: its footer does not offer the job keys
+    (cancel, resume, stop, yes, log), and pressing one does nothing, not even a notice.
+    The main screen still has them."""
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        offered = {b.binding.action for b in screen.active_bindings.values() if b.enabled}
+        job_keys = {"cancel_job", "resume_job", "stop_session", "answer(True)", "toggle_log"}
+        assert offered.isdisjoint(job_keys)
+        assert {"rebuild", "cycle_agent", "help", "quit"} <= offered
+        await pilot.press("c", "r", "s", "y", "l")
+        await pilot.pause()
+        assert app.screen is screen and notices(app) == []
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        main_keys = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert job_keys <= main_keys
+
+
 async def test_one_agent_is_one_agent(make_app: AppFactory, state_dir: Path) -> None:
     """The title counts agents in words a person would write: "1 agent", "3 agents"."""
     write_history(state_dir, agents=1)
