@@ -5,8 +5,10 @@ imported; and the same when the screen is pushed and loads itself. Prints a tabl
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
+import json
 import statistics
 import sys
 import tempfile
@@ -102,33 +104,48 @@ async def screen_loads(state_dir: Path, how: str) -> tuple[list[float], list[flo
     return loaded, timings, plotext
 
 
+def measure(state_dir: Path) -> dict[str, list[float]]:
+    """Every row of the table, in ms, on the history in ``state_dir``."""
+    first = time.perf_counter()
+    load_history(state_dir)  # pays pyarrow's first-call imports
+    first_ms = (time.perf_counter() - first) * 1000
+    reads = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        build_charts(load_history(state_dir))
+        reads.append((time.perf_counter() - start) * 1000)
+    opened = asyncio.run(screen_loads(state_dir, "open"))
+    ahead = asyncio.run(screen_loads(state_dir, "ahead"))
+    pushed = asyncio.run(screen_loads(state_dir, "push"))
+    return {
+        "first load_history (pyarrow imports)": [first_ms],
+        "load_history + build_charts (warm)": reads,
+        "h (open) -> data loaded": opened[0],
+        "h (open) -> 3 charts drawn": opened[1],
+        "  of which plotext drawing the 3 charts": opened[2],
+        "h (open), read ahead -> 3 charts drawn": ahead[1],
+        "push_screen, screen loads -> data loaded": pushed[0],
+        "push_screen, screen loads -> charts drawn": pushed[1],
+    }
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state-dir", type=Path, help="a built history (default: 30 days x 5)")
+    parser.add_argument("--json", action="store_true", help="print the medians as JSON")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        state_dir = Path(tmp)
-        write_history(state_dir, days=30, agents=5)
-        first = time.perf_counter()
-        snapshot = load_history(state_dir)  # pays pyarrow's first-call imports
-        first_ms = (time.perf_counter() - first) * 1000
-        reads = []
-        for _ in range(RUNS):
-            start = time.perf_counter()
-            build_charts(load_history(state_dir))
-            reads.append((time.perf_counter() - start) * 1000)
-        opened = asyncio.run(screen_loads(state_dir, "open"))
-        ahead = asyncio.run(screen_loads(state_dir, "ahead"))
-        pushed = asyncio.run(screen_loads(state_dir, "push"))
-    print(f"History screen load: {len(snapshot.rows)} rows (30 days x 5 agents, hourly)")
+        state_dir = args.state_dir or Path(tmp)
+        if args.state_dir is None:
+            write_history(state_dir, days=30, agents=5)
+        results = measure(state_dir)  # first: its first read pays pyarrow's imports
+        rows = len(load_history(state_dir).rows)
+    if args.json:
+        print(json.dumps({name: statistics.median(ms) for name, ms in results.items()}))
+        return
+    print(f"History screen load: {rows} hourly rows")
     print(f"{'what':<44}{'median ms':>10}{'min ms':>9}{'max ms':>9}")
-    print(f"{'first load_history (pyarrow imports)':<44}{first_ms:>10.1f}{'':>9}{'':>9}")
-    for name, values in (
-        ("load_history + build_charts (warm)", reads),
-        ("h (open) -> data loaded", opened[0]),
-        ("h (open) -> 3 charts drawn", opened[1]),
-        ("  of which plotext drawing the 3 charts", opened[2]),
-        ("h (open), read ahead -> 3 charts drawn", ahead[1]),
-        ("push_screen, screen loads -> data loaded", pushed[0]),
-        ("push_screen, screen loads -> charts drawn", pushed[1]),
-    ):
+    for name, values in results.items():
         print(f"{name:<44}{statistics.median(values):>10.1f}{min(values):>9.1f}{max(values):>9.1f}")
 
 
