@@ -292,9 +292,11 @@ class ControlRoomApp(App[None]):
         # keys of the main screens must not fire from under a modal or the palette
         if action in COMMAND_ACTIONS and isinstance(self.screen, ModalScreen | CommandPalette):
             return False
-        # nor a job's keys where no job is selected (the History screen): hidden from
-        # its footer, instead of each answering "Select a job first"
-        return not (action in JOB_ACTIONS and not hasattr(self.screen, "selected_job_id"))
+        # nor a job's keys where no job can be selected (the History screen): hidden
+        # from its footer, instead of each answering "Select a job first". The class
+        # is asked, not the screen: the property queries widgets that may not exist yet.
+        selects_jobs = hasattr(type(self.screen), "selected_job_id")
+        return selects_jobs or action not in JOB_ACTIONS
 
     def _selected_job(self) -> str | None:
         job_id: str | None = getattr(self.screen, "selected_job_id", None)
