@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from unittest.mock import PropertyMock, patch
 
-import pytest
 from fake_source import FakeSource
-from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.widgets import Input, RadioSet
 from tui_helpers import loaded, notices, wait_until
 
@@ -311,19 +310,36 @@ async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
         assert app.screen.job_id == "7b0e99a1"  # type: ignore[attr-defined]
 
 
+class SelectingScreen(Screen[None]):
+    """A screen that selects jobs, whose selection must not be read to check a key."""
+
+    @property
+    def selected_job_id(self) -> str | None:
+        raise AssertionError("check_action read the selection")
+
+
 async def test_the_job_keys_are_checked_without_reading_the_selection(
     make_app: AppFactory,
 ) -> None:
     """Textual asks `check_action` about every key at any time, also while a screen that
-    selects jobs is still being built and its jobs table does not exist yet: the check
-    must not read the selection (it once did, and a live test crashed on NoMatches)."""
+    selects jobs is still being built: the check asks the screen's class, and never
+    reads the selection (it once did, and a live test crashed on NoMatches)."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
-        unbuilt = MainScreen()  # composed only once pushed: no jobs table yet
-        with pytest.raises(NoMatches):
-            unbuilt.selected_job_id  # noqa: B018 (the property is what is tested)
         with patch.object(ControlRoomApp, "screen", new_callable=PropertyMock) as screen:
-            screen.return_value = unbuilt
+            screen.return_value = SelectingScreen()
             assert app.check_action("cancel_job", ()) is True
             assert app.check_action("answer", (True,)) is True
+
+
+def test_a_main_screen_not_composed_yet_has_nothing_selected() -> None:
+    """`n` or a job key pressed at startup reads these before the screen has its
+    widgets: nothing selected, no sessions, rather than NoMatches (the same live test's
+    other crash: `n` read `selected_session`)."""
+    unbuilt = MainScreen()
+    assert (unbuilt.selected_job_id, unbuilt.selected_session, unbuilt.session_labels) == (
+        None,
+        None,
+        [],
+    )

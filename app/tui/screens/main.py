@@ -77,24 +77,28 @@ class MainScreen(Screen[None]):
         self.query_one("#jobs", JobsTable).refresh_ages(now)
 
     # -- what actions apply to ------------------------------------------
+    # A key pressed at startup can ask these before the screen is composed: nothing is
+    # selected then, rather than a NoMatches crash.
     @property
     def selected_job_id(self) -> str | None:
-        return self.query_one("#jobs", JobsTable).selected_job_id
+        table = next(self.query("#jobs").results(JobsTable), None)
+        return table.selected_job_id if table is not None else None
 
     @property
     def selected_session(self) -> str | None:
         """The highlighted session when the sessions panel has focus, else the
         session of the highlighted job."""
-        sessions = self.query_one("#sessions", SessionsPanel)
-        if sessions.has_focus and sessions.row_count:
+        sessions = next(self.query("#sessions").results(SessionsPanel), None)
+        if sessions is not None and sessions.has_focus and sessions.row_count:
             return str(sessions.coordinate_to_cell_key(sessions.cursor_coordinate).row_key.value)
-        table = self.query_one("#jobs", JobsTable)
-        job = table.jobs.get(table.selected_job_id or "")
+        table = next(self.query("#jobs").results(JobsTable), None)
+        job = table.jobs.get(table.selected_job_id or "") if table is not None else None
         return job.agent_session if job else None
 
     @property
     def session_labels(self) -> list[str]:
-        return self.query_one("#sessions", SessionsPanel).labels
+        sessions = next(self.query("#sessions").results(SessionsPanel), None)
+        return sessions.labels if sessions is not None else []
 
     # -- filter, command mode, log split ---------------------------------
     def open_filter(self) -> None:
