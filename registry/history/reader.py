@@ -146,10 +146,11 @@ def _rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
     return zip(hours, *rest, strict=True)
 
 
-FileVersion = tuple[int, int, int] | None
+FileVersion = tuple[int, int, int] | None  # one file's (inode, size, mtime_ns), or None
+FileVersions = tuple[FileVersion, ...]  # the three files ``load_history`` reads
 
 
-def history_version(state_dir: Path) -> tuple[FileVersion, ...]:
+def history_version(state_dir: Path) -> FileVersions:
     """What the files ``load_history`` reads look like now (inode, size, mtime; None
     for a missing one): a build replaces them, so an unchanged version means a
     snapshot read earlier is still what a read would return. Three stats."""

@@ -32,9 +32,7 @@ from app.tui.widgets.history_charts import (
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.reader import FileVersion, HistorySnapshot, history_version, load_history
-
-FileVersions = tuple[FileVersion, ...]  # what ``history_version`` returns
+from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
 
 SCREEN_NAME = "history"
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"

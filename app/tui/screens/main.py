@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -11,6 +12,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
 from app.tui.commands import COMMANDS, command_named
@@ -20,6 +22,8 @@ from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
+
+W = TypeVar("W", bound=Widget)
 
 
 class MainScreen(Screen[None]):
@@ -81,24 +85,28 @@ class MainScreen(Screen[None]):
     # selected then, rather than a NoMatches crash.
     @property
     def selected_job_id(self) -> str | None:
-        table = next(self.query("#jobs").results(JobsTable), None)
+        table = self._composed("#jobs", JobsTable)
         return table.selected_job_id if table is not None else None
 
     @property
     def selected_session(self) -> str | None:
         """The highlighted session when the sessions panel has focus, else the
         session of the highlighted job."""
-        sessions = next(self.query("#sessions").results(SessionsPanel), None)
+        sessions = self._composed("#sessions", SessionsPanel)
         if sessions is not None and sessions.has_focus and sessions.row_count:
             return str(sessions.coordinate_to_cell_key(sessions.cursor_coordinate).row_key.value)
-        table = next(self.query("#jobs").results(JobsTable), None)
+        table = self._composed("#jobs", JobsTable)
         job = table.jobs.get(table.selected_job_id or "") if table is not None else None
         return job.agent_session if job else None
 
     @property
     def session_labels(self) -> list[str]:
-        sessions = next(self.query("#sessions").results(SessionsPanel), None)
+        sessions = self._composed("#sessions", SessionsPanel)
         return sessions.labels if sessions is not None else []
+
+    def _composed(self, selector: str, kind: type[W]) -> W | None:
+        """The widget, or None before the screen is composed."""
+        return next(self.query(selector).results(kind), None)
 
     # -- filter, command mode, log split ---------------------------------
     def open_filter(self) -> None:
