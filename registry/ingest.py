@@ -36,10 +36,10 @@ from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMess
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
+from registry.records import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PREFIX = "jobs"
 STANDBY_RETRY_S = 1.0  # how often a waiting bridge tries to take over
 HeaderState = Literal["connected", "reconnecting", "standby", "none"]
 Outcome = Literal["recorded", "duplicate", "refused"]

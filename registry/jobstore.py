@@ -30,6 +30,7 @@ from registry.audit import AuditLog
 from registry.errors import InvalidJobInput, JobNotFound
 from registry.records import (
     DEFAULT_IDLE_TIMEOUT_SEC,
+    DEFAULT_PREFIX,
     DEFAULT_TIMEOUT_SEC,
     Job,
     check_artifacts,
@@ -191,7 +192,7 @@ class JobStore:
                     agent,
                     agent_session,
                     json.dumps(block) if block is not None else None,
-                    topic_prefix or f"jobs/{job_id}",
+                    topic_prefix or f"{DEFAULT_PREFIX}/{job_id}",
                     timeout_sec,
                     idle_timeout_sec,
                     json.dumps(artifacts, ensure_ascii=False),

@@ -22,6 +22,9 @@ REDACTED: Final = "<hidden: use --show-token>"
 
 _LABEL = re.compile(r"[^\s\x00-\x1f\x7f]+")
 _TOPIC_BAD = re.compile(r"[+#\x00]")
+# Jobs publish on <DEFAULT_PREFIX>/<job_id>/events unless registered otherwise,
+# which is what the control room's bridge ingests (`orchestrate ingest --prefix`).
+DEFAULT_PREFIX: Final = "jobs"
 
 
 def iso_from_ms(ms: int) -> str:
@@ -222,6 +225,16 @@ def check_artifacts(artifacts: Iterable[object]) -> list[str]:
     if len(names) > MAX_ARTIFACTS:
         raise InvalidJobInput(f"at most {MAX_ARTIFACTS} expected artifacts")
     return names
+
+
+def ingest_prefix_for(topic_prefix: str) -> str | None:
+    """The ``orchestrate ingest --prefix`` whose ``<prefix>/+/events`` carries this job's events.
+
+    A bridge subscribes with one single-level wildcard, so only a topic prefix
+    of two levels or more has one; a one-level prefix reaches no bridge at all.
+    """
+    parent, _, name = topic_prefix.rstrip("/").rpartition("/")
+    return parent if parent and name else None
 
 
 def check_topic_prefix(prefix: object) -> str:

@@ -15,7 +15,7 @@ import click
 from app.commands.job_options import job_spec_options, read_prompt
 from app.settings import Settings
 from registry.errors import InvalidJobInput
-from registry.records import Job
+from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
 
 
 def emit_json(value: Any, *, indent: int | None = None) -> None:
@@ -36,7 +36,11 @@ def job() -> None:
 @job_spec_options
 @click.option("--broker", metavar="HOST", help="MQTT broker for this job (default: $MQTT_BROKER).")
 @click.option("--port", type=int, metavar="N", help="MQTT broker port.")
-@click.option("--topic-prefix", metavar="TOPIC", help="Default: jobs/<job_id>.")
+@click.option(
+    "--topic-prefix",
+    metavar="TOPIC",
+    help="Default: jobs/<job_id> (the control room ingests jobs/+/events).",
+)
 @click.pass_obj
 def register(
     settings: Settings,
@@ -66,6 +70,25 @@ def register(
         topic_prefix=topic_prefix,
     )
     click.echo(created.job_id)
+    if created.broker is not None and topic_prefix is not None:
+        warn_if_no_bridge(created)
+
+
+def warn_if_no_bridge(job: Job) -> None:
+    """Say so when the control room's bridge will not hear this job's MQTT events.
+
+    Not an error: ``orchestrate subscribe`` follows any topic, and a second
+    ``orchestrate ingest --prefix`` can carry a prefix of two levels or more.
+    """
+    reach = ingest_prefix_for(job.topic_prefix)
+    if reach == DEFAULT_PREFIX:
+        return
+    listens = f"the control room ingests {DEFAULT_PREFIX}/+/events, not {job.events_topic}"
+    if reach is None:
+        advice = f"no `orchestrate ingest` can; use a prefix like {DEFAULT_PREFIX}/<name>"
+    else:
+        advice = f"run `orchestrate ingest --prefix {reach}` to record this job's MQTT events"
+    click.echo(f"orchestrate: warning: {listens}; {advice}", err=True)
 
 
 def broker_block(host: str | None, port: int | None) -> dict[str, Any] | None:

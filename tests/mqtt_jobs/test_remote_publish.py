@@ -90,6 +90,45 @@ def test_remote_seqs_keep_counting_across_runs_and_a_topic_prefix(
     assert [json.loads(m.payload)["seq"] for m in got] == [1, 2]
 
 
+def register_on(cli: Any, mqtt_env: dict[str, str], *prefix: str) -> Any:
+    args = ("--topic-prefix", *prefix) if prefix else ()
+    return cli(
+        "job", "register", "--prompt", "p", "--agent", "demo", "--agent-session", "tmux:demo",
+        *args, env=mqtt_env,
+    )  # fmt: skip
+
+
+def test_a_job_on_its_own_prefix_is_told_which_ingest_hears_it(
+    broker, cli, spawn, state_dir, remote_host
+) -> None:  # type: ignore[no-untyped-def]
+    """The control room ingests jobs/+/events; registering a job elsewhere warns, names
+    the `ingest --prefix` that carries it, and that bridge does record its events."""
+    mqtt_env = remote_host[1]
+    for prefix in ((), ("jobs/mine",)):
+        heard = register_on(cli, mqtt_env, *prefix)
+        assert heard.returncode == 0 and heard.stderr == "", heard.stderr
+    unheard = register_on(cli, mqtt_env, "solo")
+    assert unheard.returncode == 0 and unheard.stderr.count("\n") == 1, unheard.stderr
+    assert "not solo/events; no `orchestrate ingest` can" in unheard.stderr
+    other = register_on(cli, mqtt_env, "team/x")
+    assert other.returncode == 0 and other.stderr.count("\n") == 1, other.stderr
+    assert "run `orchestrate ingest --prefix team`" in other.stderr
+    job_id = other.stdout.strip()
+    token = Registry.open(state_dir).get(job_id).auth_token
+
+    bridge = spawn("ingest", "--prefix", "team", env=mqtt_env)
+    bridge.wait_stderr("ingesting team/+/events")
+    sent = publish_remotely(
+        cli, remote_host, "--job", job_id, "--event", "started", "--topic-prefix", "team/x",
+        ORCHESTRATE_JOB_TOKEN=token,
+    )  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    assert poll_until(lambda: Registry.open(state_dir).get(job_id).status == "running", 15)
+    no_broker = cli("job", "register", "--prompt", "p", "--agent", "demo",
+                    "--agent-session", "tmux:demo", "--topic-prefix", "solo")  # fmt: skip
+    assert no_broker.returncode == 0 and no_broker.stderr == "", "no broker: the SQLite bus"
+
+
 def test_bad_remote_input_is_one_line_and_takes_no_seq(cli, remote_host) -> None:  # type: ignore[no-untyped-def]
     """No broker, a bad event, a bad job id, --raw without a registry, a damaged seq
     file: one line, non-zero, and the seq counter is left as it was."""
