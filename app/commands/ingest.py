@@ -19,8 +19,9 @@ from types import FrameType
 import click
 
 from app.settings import Settings
-from registry.ingest import DEFAULT_PREFIX, IngestBridge
+from registry.ingest import IngestBridge
 from registry.jobs import Recorded
+from registry.records import DEFAULT_PREFIX
 
 
 def print_recorded(recorded: Recorded) -> None:
