@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 from datetime import date, datetime, timedelta
@@ -75,6 +76,8 @@ def build(
         raise JavaNotFound()
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_QUIET)
     paths = HistoryPaths(settings.state_dir)
     with build_lock(paths):  # before anything slow: a second build is refused at once
         if input_uri is None and settings.db_path.exists():
@@ -87,6 +90,10 @@ def build(
         spark = create_session(
             master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm
         )
+        # PySpark's own Ctrl-C handler cancels the jobs through the py4j connection
+        # the interrupted call is reading: a reentrant call and a logged traceback.
+        # The build stops anyway, so Ctrl-C ends it as SIGTERM does.
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             report = run_build(
                 spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
@@ -110,7 +117,22 @@ def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM (the TUI closing during a rebuild, `kill`) or SIGHUP (its terminal
     closed) ends a build as Ctrl-C does, through its clean-up: by default Python would
     just die and leave the JVM behind."""
+    _QUIET.stopped = True
     raise KeyboardInterrupt
+
+
+class _QuietWhenStopped(logging.Filter):
+    """Once the user stopped the build (Ctrl-C, the TUI closing), drop what py4j logs
+    about the connection being torn down: tracebacks of the interrupted call and of
+    its shutdown. "aborted" says what happened; anything else still gets through."""
+
+    stopped = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.stopped and record.name.partition(".")[0] in ("py4j", "root"))
+
+
+_QUIET = _QuietWhenStopped()
 
 
 def _export_bus(settings: Settings) -> None:

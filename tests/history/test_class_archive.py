@@ -5,6 +5,7 @@ and a damaged one is ignored, never fatal."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -168,14 +169,18 @@ def build_until(state_dir: Path, cache: Path, progress: str) -> subprocess.Popen
 def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
     tmp_path: Path, events: list[str]
 ) -> None:
-    """SIGTERM (the TUI closing mid-rebuild) during a build that records the archive:
-    the JVM is killed rather than left writing ~190 MB, and its partial file removed."""
+    """Ctrl-C during a build that records the archive: the JVM is killed rather than
+    left writing ~190 MB, its partial file removed, and the user reads one line, not
+    py4j's tracebacks. SIGTERM (the TUI closing mid-rebuild) takes the same handler,
+    which replaces PySpark's own Ctrl-C handler once Spark is up."""
     cache = tmp_path / "cache"
     state_dir = tmp_path / "state"
     write_export(state_dir, events)
     proc = build_until(state_dir, cache, "first build: full")  # Spark is up, the build begins
-    proc.terminate()
+    proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130
+    assert proc.stderr is not None
+    assert proc.stderr.read().strip() == "orchestrate: aborted"
     assert _processes_naming(str(cache)) == []  # no JVM still writing into the cache
     assert list(cache.iterdir()) == []
 
