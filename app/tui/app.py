@@ -28,6 +28,7 @@ from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, StopMode
+from app.tui.wording import counted
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 # The commands that act on the selected job or its session.
@@ -142,9 +143,10 @@ class ControlRoomApp(App[None]):
             self.post_message(self.SourceFailed(error))
         if self.demo_agents:
             count = self.demo_agents
-            self.post_message(self.Notice(f"Starting {count} demo agents in tmux…"))
+            self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
             self.demo_job_ids = self.source.start_demo(count)
-            self.post_message(self.Notice(f"Started {len(self.demo_job_ids)} demo agents"))
+            started = counted(len(self.demo_job_ids), "demo agent")
+            self.post_message(self.Notice(f"Started {started}"))
 
     @work(
         thread=True,

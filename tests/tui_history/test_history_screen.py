@@ -88,12 +88,13 @@ async def test_the_job_keys_are_off_on_the_history_screen(
 
 
 async def test_one_agent_is_one_agent(make_app: AppFactory, state_dir: Path) -> None:
-    """The title counts agents in words a person would write: "1 agent", "3 agents"."""
-    write_history(state_dir, agents=1)
+    """Title and totals count in words a person would write: "1 agent", "1 restart"."""
+    write_history(state_dir, agents=1, days=1)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         assert " · 1 agent · " in str(screen.query_one("#history-title", Static).render())
+        assert "· │ 1 restart · " in str(screen.query_one("#history-totals", Static).render())
 
 
 async def test_agent_filter_cycles(make_app: AppFactory, state_dir: Path) -> None:

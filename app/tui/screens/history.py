@@ -31,6 +31,7 @@ from app.tui.widgets.history_charts import (
     draw_chart,
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme
+from app.tui.wording import counted
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
 
@@ -337,8 +338,7 @@ class HistoryScreen(Screen[None]):
         if snapshot is None:
             return "[b]History[/b]"
         agents = snapshot.agents
-        count = f"{len(agents)} agent" + ("" if len(agents) == 1 else "s")
-        showing = f"agent [b]{self.agent}[/b]" if self.agent else count
+        showing = f"agent [b]{self.agent}[/b]" if self.agent else counted(len(agents), "agent")
         span = ""
         totals = self.charts.totals if self.charts else None
         if totals and totals.first_hour and totals.last_hour:
@@ -356,11 +356,11 @@ class HistoryScreen(Screen[None]):
             f"{totals.completed} completed",
             f"{totals.errored} errored" + (f" ({100 * rate:.1f} %)" if rate is not None else ""),
             f"{totals.registered} registered",
-            f"{totals.events} events",
-            f"[red]│[/red] {totals.restarts} restarts",
+            counted(totals.events, "event"),
+            f"[red]│[/red] {counted(totals.restarts, 'restart')}",
         ]
         if snapshot.malformed_total:
-            parts.append(f"{snapshot.malformed_total} malformed lines skipped")
+            parts.append(f"{counted(snapshot.malformed_total, 'malformed line')} skipped")
         return " · ".join(parts)
 
     def watch_agent(self, agent: str | None) -> None:
