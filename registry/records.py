@@ -231,10 +231,11 @@ def ingest_prefix_for(topic_prefix: str) -> str | None:
     """The ``orchestrate ingest --prefix`` whose ``<prefix>/+/events`` carries this job's events.
 
     A bridge subscribes with one single-level wildcard, so only a topic prefix
-    of two levels or more has one; a one-level prefix reaches no bridge at all.
+    of two levels or more has one; a one-level prefix reaches no bridge at all,
+    nor does one with a leading ``/`` (an empty first level ``--prefix`` strips).
     """
     parent, _, name = topic_prefix.rstrip("/").rpartition("/")
-    return parent if parent and name else None
+    return parent if parent and name and not parent.startswith("/") else None
 
 
 def check_topic_prefix(prefix: object) -> str:

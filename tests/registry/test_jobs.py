@@ -296,3 +296,23 @@ def test_registry_schema_refuses_newer(tmp_path: Path) -> None:
     db.conn.execute("UPDATE meta SET value = '99' WHERE key = ?", (store.VERSION_KEY,))
     with pytest.raises(SchemaTooNew, match="upgrade"):
         Registry(Bus(BusDB(tmp_path / "state")))
+
+
+@pytest.mark.parametrize(
+    ("topic_prefix", "ingest_prefix"),
+    [
+        ("jobs/abcdef12", "jobs"),
+        ("team/x", "team"),
+        ("team/x/", "team"),
+        ("a/b/c", "a/b"),
+        ("solo", None),  # <prefix>/+/events never matches solo/events
+        ("/x", None),  # nor /x/events: --prefix strips the leading slash
+        ("/team/x", None),
+    ],
+)
+def test_which_ingest_prefix_hears_a_topic_prefix(
+    topic_prefix: str, ingest_prefix: str | None
+) -> None:
+    from registry.records import ingest_prefix_for
+
+    assert ingest_prefix_for(topic_prefix) == ingest_prefix
