@@ -6,6 +6,7 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -16,12 +17,21 @@ from rich.table import Table
 from app.settings import Settings, find_cache_dir
 from registry.history.errors import JavaNotFound, java_available
 from registry.history.schema import HistoryPaths
+from registry.history.spark_options import check_driver_memory, check_master
 
 if TYPE_CHECKING:
     from registry.history.reader import HourlyAggregate, RestartMarker
 
 HOURS_SHOWN = 24  # `history show`: hourly rows for the newest day; older ones as days
 HOUR = timedelta(hours=1)
+
+
+def _checked(check: Callable[[str], str], value: str) -> str:
+    """A registry check as a click callback: its ValueError is a one-line usage error."""
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _progress(line: str) -> None:
@@ -41,6 +51,7 @@ def history() -> None:
     show_default=True,
     metavar="URL",
     help="Spark master: local[*], spark://host:7077, local-cluster[2,1,1024] ...",
+    callback=lambda _ctx, _param, value: _checked(check_master, value),
 )
 @click.option("--full", is_flag=True, help="Rebuild everything instead of only new input.")
 @click.option(
@@ -50,7 +61,13 @@ def history() -> None:
     help="JSONL bus export (file, directory or any URI Spark reads); "
     "default <state-dir>/export/bus.jsonl.",
 )
-@click.option("--driver-memory", default="2g", show_default=True, help="spark.driver.memory")
+@click.option(
+    "--driver-memory",
+    default="2g",
+    show_default=True,
+    help="spark.driver.memory",
+    callback=lambda _ctx, _param, value: _checked(check_driver_memory, value),
+)
 @click.option(
     "--class-archive/--no-class-archive",
     default=True,

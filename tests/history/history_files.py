@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,18 @@ MALFORMED = [
     "[1, 2, 3]\n",
     '{"seq": 999997, "ts_ms": 17672256\n',  # torn line
 ]
+
+
+# A master `history build` lets through and Spark's own code refuses at once: the
+# JVM started, in ~2 s, with no cluster. Spark refuses it only while neither
+# HADOOP_CONF_DIR nor YARN_CONF_DIR is set, so `without_hadoop_conf` clears them.
+REFUSED_MASTER = "yarn"
+SPARK_REFUSED = "When running with master 'yarn' either HADOOP_CONF_DIR or YARN_CONF_DIR"
+
+
+def without_hadoop_conf(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the variables that would let Spark try a real YARN cluster."""
+    return {k: v for k, v in env.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
 
 
 def suite_events() -> list[str]:

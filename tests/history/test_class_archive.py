@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from registry.history.errors import java_available
-from tests.history.history_files import ClusterBuild, write_export
+from tests.history.history_files import (
+    REFUSED_MASTER,
+    SPARK_REFUSED,
+    ClusterBuild,
+    without_hadoop_conf,
+    write_export,
+)
 
 pytestmark = [
     pytest.mark.spark,
@@ -33,7 +39,7 @@ def build(
         [*argv, *(flags or SMALL)],
         capture_output=True,
         text=True,
-        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache), **env},
+        env={**without_hadoop_conf(os.environ), "ORCHESTRATE_CACHE_DIR": str(cache), **env},
         timeout=240,
     )
 
@@ -69,9 +75,6 @@ def damaged_copy(cache: Path, into: Path) -> Path:
     return into
 
 
-SPARK_RAN = "Master must either be yarn or start with spark, k8s, or local"
-
-
 def test_a_damaged_archive_is_ignored(
     cluster_build: ClusterBuild, events: list[str], tmp_path: Path
 ) -> None:
@@ -82,10 +85,10 @@ def test_a_damaged_archive_is_ignored(
     damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
     write_export(state_dir, events[:500])
-    proc = build(state_dir, damaged, "--master", "nonsense://x")
+    proc = build(state_dir, damaged, "--master", REFUSED_MASTER)
     assert proc.returncode == 1 and "cannot start Spark with master" in proc.stderr
     log = (state_dir / "history" / "spark.log").read_text()
-    assert SPARK_RAN in log and "bad magic number" not in log
+    assert SPARK_REFUSED in log and "bad magic number" not in log
 
 
 def test_xshare_on_refuses_a_damaged_archive(
@@ -96,11 +99,11 @@ def test_xshare_on_refuses_a_damaged_archive(
     damaged = damaged_copy(cluster_build.cache, tmp_path / "cache")
     state_dir = tmp_path / "state"
     write_export(state_dir, events[:500])
-    proc = build(state_dir, damaged, "--master", "nonsense://x", JAVA_TOOL_OPTIONS="-Xshare:on")
+    proc = build(state_dir, damaged, "--master", REFUSED_MASTER, JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("orchestrate: cannot start Spark")
     log = (state_dir / "history" / "spark.log").read_text()
-    assert "bad magic number" in log and SPARK_RAN not in log
+    assert "bad magic number" in log and SPARK_REFUSED not in log
 
 
 def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: list[str]):
@@ -109,7 +112,7 @@ def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: l
     cache = tmp_path / "cache"
     state_dir = tmp_path / "state"
     write_export(state_dir, events[:500])
-    proc = build(state_dir, cache, "--master", "nonsense://x")
+    proc = build(state_dir, cache, "--master", REFUSED_MASTER)
     assert proc.returncode == 1 and "recording a class archive" in proc.stderr
     assert list(cache.iterdir()) == []
 
@@ -127,7 +130,7 @@ def test_the_users_driver_options_apply_with_ours(tmp_path: Path, events: list[s
         state_dir,
         tmp_path / "cache",
         "--master",
-        "nonsense://x",  # Spark's code rejects it: the JVM ran, cheaply
+        REFUSED_MASTER,  # Spark's code rejects it: the JVM ran, cheaply
         "--no-class-archive",
         SPARK_CONF_DIR=str(conf_dir),
     )

@@ -19,7 +19,7 @@ from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, load_history
 from registry.history.schema import HistoryPaths
 from registry.history.synthetic import generate_lines
 from registry.history.watermark import build_lock
-from tests.history.history_files import write_export
+from tests.history.history_files import REFUSED_MASTER, without_hadoop_conf, write_export
 
 HOUR = datetime(2026, 1, 1, 9, tzinfo=UTC)
 
@@ -29,7 +29,7 @@ def orchestrate(state_dir: Path, *args: str, env: dict[str, str] | None = None):
         [sys.executable, "-m", "app", "--state-dir", str(state_dir), *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        env={**without_hadoop_conf(os.environ), **(env or {})},
         timeout=120,
     )
 
@@ -248,12 +248,35 @@ def test_build_brings_the_bus_export_up_to_date_first(tmp_path: Path) -> None:
     job = registry.register(prompt="p", agent="demo", agent_session="s")
     registry.publish(job.job_id, "started")
     proc = orchestrate(
-        tmp_path, "history", "build", "--master", "nonsense://x", "--no-class-archive"
+        tmp_path, "history", "build", "--master", REFUSED_MASTER, "--no-class-archive"
     )
     assert proc.returncode == 1
     exported = (tmp_path / "export" / "bus.jsonl").read_text().splitlines()
     types = [json.loads(line)["type"] for line in exported]
     assert "job.registered" in types and "job.event" in types
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--master", "banana"), "'banana' is not a Spark master: use local[*], local[N],"),
+        (("--master", "spark://host"), "is not a Spark master"),
+        (("--driver-memory", "lots"), "'lots' is not a memory size"),
+        (("--driver-memory", "100m"), "Spark's driver needs at least 512m"),
+    ],
+)
+def test_a_bad_master_or_memory_is_refused_before_spark(
+    fixed_history: Path, args: tuple[str, ...], why: str
+) -> None:
+    """One line, exit 2, at once: no export, no JVM, the history left as it was. Spark
+    itself only said "cannot start Spark with master 'local[*]'" for a bad memory."""
+    paths = HistoryPaths(fixed_history)
+    before = {p: p.read_bytes() for p in fixed_history.rglob("*") if p.is_file()}
+    proc = orchestrate(fixed_history, "history", "build", *args)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert why in proc.stderr and "history: " not in proc.stderr
+    assert {p: p.read_bytes() for p in fixed_history.rglob("*") if p.is_file()} == before
+    assert not paths.spark_log.exists()
 
 
 def test_a_second_build_at_once_is_refused_before_spark(fixed_history: Path) -> None:
