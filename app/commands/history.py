@@ -65,7 +65,8 @@ def history() -> None:
     "--driver-memory",
     default="2g",
     show_default=True,
-    help="spark.driver.memory",
+    metavar="SIZE",
+    help="The driver JVM's heap (spark.driver.memory): 2g, 512m, at least 512m.",
     callback=lambda _ctx, _param, value: _checked(check_driver_memory, value),
 )
 @click.option(
