@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from py4j.protocol import Py4JError
+from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -410,10 +410,20 @@ def run_build(
     try:
         return _run(spark, paths, spec.label, plan, previous, progress, started_at)
     except (PySparkException, Py4JError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HistoryBuildFailed(f"spark build failed: {first}") from exc
+        raise HistoryBuildFailed(f"spark build failed: {_first_line(exc)}") from exc
     finally:
         shutil.rmtree(paths.staging, ignore_errors=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The line that says what went wrong. A Py4JJavaError's own first line only names
+    the call ("An error occurred while calling o50.json"); its Java exception says why
+    ("UnsupportedFileSystemException: No FileSystem for scheme "s3a"")."""
+    text = str(exc).strip()
+    if isinstance(exc, Py4JJavaError):
+        with contextlib.suppress(Py4JError):
+            text = str(exc.java_exception.toString()).strip() or text
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _run(

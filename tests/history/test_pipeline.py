@@ -184,3 +184,19 @@ def test_incremental_with_untouched_older_dates(spark: Any, tmp_path: Path) -> N
     assert incremental == aggregate_lines(first + later)
     runs = [(row["agent"], row["runs"]) for row in incremental[0]]
     assert runs == [("claude", 1), ("aider", 0), ("codex", 1)]
+
+
+def test_an_input_spark_cannot_open_says_why(spark: Any, built: Path, tmp_path: Path) -> None:
+    """A URI whose filesystem Spark lacks fails the build with the Java exception's
+    reason, not py4j's "An error occurred while calling o50.json", and leaves the
+    last build's output as it was."""
+    from registry.history.errors import HistoryBuildFailed
+    from registry.history.spark_job import run_build
+
+    state_dir = copy_state(built, tmp_path / "state")
+    before = outputs(state_dir)
+    with pytest.raises(HistoryBuildFailed, match=r"S3AFileSystem not found") as failed:
+        run_build(spark, state_dir, input_uri="s3a://bucket/bus.jsonl")
+    assert str(failed.value).startswith("spark build failed: java.lang.")
+    assert "\n" not in str(failed.value) and "calling o" not in str(failed.value)
+    assert outputs(state_dir) == before
