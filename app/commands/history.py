@@ -192,9 +192,16 @@ def _hour(moment: datetime) -> str:
 def show(settings: Settings, as_json: bool, hours: int) -> None:
     """Print throughput and latency per agent from the last build (no Spark): the
     newest hours hour by hour and, for a longer history, every day in one row."""
+    from registry.history.errors import CorruptHistory
     from registry.history.reader import load_history
 
-    snapshot = load_history(settings.state_dir)
+    try:
+        snapshot = load_history(settings.state_dir)
+    except CorruptHistory as exc:  # the TUI's b does the same full rebuild
+        reason = str(exc).rstrip(".")
+        if "--full" not in reason:
+            reason += "; `orchestrate history build --full` rebuilds it from the bus export"
+        raise CorruptHistory(reason) from None
     if as_json:
         sys.stdout.write(json.dumps(snapshot.to_json(), indent=2) + "\n")
         return

@@ -175,13 +175,17 @@ def test_reader_returns_typed_rows(fixed_history: Path) -> None:
 
 
 def test_corrupt_parquet_is_one_line_error(fixed_history: Path) -> None:
-    """A damaged aggregate file is a typed error for the TUI and one line for the CLI."""
+    """A damaged aggregate file is a typed error for the TUI and one line for the CLI,
+    which names the build that repairs it (an incremental one leaves it as it is)."""
     (fixed_history / "history" / "agg_hourly.parquet").write_bytes(b"PAR1 garbage")
     with pytest.raises(CorruptHistory):
         load_history(fixed_history)
     proc = orchestrate(fixed_history, "history", "show")
     assert proc.returncode == 1
     assert proc.stderr.startswith("orchestrate: cannot read ") and proc.stderr.count("\n") == 1
+    assert proc.stderr.endswith(
+        "; `orchestrate history build --full` rebuilds it from the bus export\n"
+    )
     assert "Traceback" not in proc.stderr
 
 
@@ -191,6 +195,9 @@ def test_foreign_parquet_is_corrupt(fixed_history: Path) -> None:
     pq.write_table(table, fixed_history / "history" / "agg_hourly.parquet")
     with pytest.raises(CorruptHistory, match="lacks column"):
         load_history(fixed_history)
+    proc = orchestrate(fixed_history, "history", "show", "--json")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert proc.stderr.count("--full") == 1, "one hint, not two"
 
 
 def test_show_before_any_build(tmp_path: Path) -> None:
