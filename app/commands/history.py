@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.settings import Settings, find_cache_dir
-from registry.history.errors import JavaNotFound, java_available
+from registry.history.errors import CorruptHistory, JavaNotFound, java_available
 from registry.history.schema import HistoryPaths
 from registry.history.spark_options import check_driver_memory, check_master
 
@@ -97,7 +98,7 @@ def build(
     for handler in logging.getLogger().handlers:
         handler.addFilter(_QUIET)
     paths = HistoryPaths(settings.state_dir)
-    with build_lock(paths):  # before anything slow: a second build is refused at once
+    with build_lock(paths), _full_build_repairs(unless=full):  # a second build: refused at once
         if input_uri is None and settings.db_path.exists():
             _export_bus(settings)  # the default input: bring it up to date first
         spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
@@ -129,6 +130,20 @@ def build(
         f"{report.malformed} malformed line(s) skipped; {report.facts_rows} facts in all; "
         f"{report.seconds:.1f} s"
     )
+
+
+@contextlib.contextmanager
+def _full_build_repairs(*, unless: bool = False) -> Iterator[None]:
+    """A damaged history file's error names the build that repairs it (the TUI's b
+    runs the same): an incremental build reads the damaged files, a full one does not."""
+    try:
+        yield
+    except CorruptHistory as exc:
+        reason = str(exc).rstrip(".")
+        if unless or "--full" in reason:
+            raise
+        hint = "`orchestrate history build --full` rebuilds it from the bus export"
+        raise CorruptHistory(f"{reason}; {hint}") from None
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -192,16 +207,10 @@ def _hour(moment: datetime) -> str:
 def show(settings: Settings, as_json: bool, hours: int) -> None:
     """Print throughput and latency per agent from the last build (no Spark): the
     newest hours hour by hour and, for a longer history, every day in one row."""
-    from registry.history.errors import CorruptHistory
     from registry.history.reader import load_history
 
-    try:
+    with _full_build_repairs():
         snapshot = load_history(settings.state_dir)
-    except CorruptHistory as exc:  # the TUI's b does the same full rebuild
-        reason = str(exc).rstrip(".")
-        if "--full" not in reason:
-            reason += "; `orchestrate history build --full` rebuilds it from the bus export"
-        raise CorruptHistory(reason) from None
     if as_json:
         sys.stdout.write(json.dumps(snapshot.to_json(), indent=2) + "\n")
         return

@@ -189,6 +189,28 @@ def test_corrupt_parquet_is_one_line_error(fixed_history: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def history_files(paths: HistoryPaths) -> dict[Path, bytes]:
+    """Every file a build writes, by path (not the lock file a build always creates)."""
+    return {
+        p: p.read_bytes() for p in paths.root.rglob("*") if p.is_file() and p != paths.build_lock
+    }
+
+
+def test_a_build_on_a_damaged_state_names_the_full_build(fixed_history: Path) -> None:
+    """An incremental build reads the last build's state first: damaged, it is one line
+    naming `--full`, before any JVM, and the files are left for that build to replace."""
+    write_export(fixed_history, generate_lines(50, seed=5))
+    paths = HistoryPaths(fixed_history)
+    paths.state.write_text("{garbage")
+    before = history_files(paths)
+    proc = orchestrate(fixed_history, "history", "build")
+    assert proc.returncode == 1 and "starting Spark" not in proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith(f"orchestrate: cannot read {paths.state}: ")
+    assert last.endswith("; `orchestrate history build --full` rebuilds it from the bus export")
+    assert history_files(paths) == before
+
+
 def test_foreign_parquet_is_corrupt(fixed_history: Path) -> None:
     """A readable parquet file without our columns is refused, not half-shown."""
     table = pa.table({"x": [1]})
