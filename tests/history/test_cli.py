@@ -314,8 +314,8 @@ def test_a_second_build_at_once_is_refused_before_spark(fixed_history: Path) -> 
     write_export(fixed_history, generate_lines(50, seed=5))
     paths = HistoryPaths(fixed_history)
     with build_lock(paths):
-        before = {p: p.read_bytes() for p in paths.root.rglob("*") if p.is_file()}
+        before = history_files(paths)
         proc = orchestrate(fixed_history, "history", "build")
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert "another history build is running" in proc.stderr
-    assert {p: p.read_bytes() for p in paths.root.rglob("*") if p.is_file()} == before
+    assert history_files(paths) == before
