@@ -56,6 +56,7 @@ from registry.history.schema import (
     UNKNOWN_AGENT,
     HistoryPaths,
 )
+from registry.history.stage_progress import STAGE_POLL_S, stage_progress
 from registry.history.watermark import (
     BuildState,
     ReadPlan,
@@ -398,6 +399,7 @@ def run_build(
     input_uri: str | None = None,
     full: bool = False,
     progress: Progress = lambda line: None,
+    stage_poll_s: float = STAGE_POLL_S,
 ) -> BuildReport:
     """One build: read new input, append facts, recompute aggregates, move the watermark."""
     started_at = time.monotonic()
@@ -408,7 +410,8 @@ def run_build(
     plan = plan_read(spec, previous, paths, full)
     progress(f"input {spec.label}: {plan.reason}")
     try:
-        return _run(spark, paths, spec.label, plan, previous, progress, started_at)
+        with stage_progress(spark, progress, stage_poll_s):
+            return _run(spark, paths, spec.label, plan, previous, progress, started_at)
     except (PySparkException, Py4JError) as exc:
         raise HistoryBuildFailed(f"spark build failed: {_first_line(exc)}") from exc
     finally:

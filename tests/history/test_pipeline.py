@@ -200,3 +200,23 @@ def test_an_input_spark_cannot_open_says_why(spark: Any, built: Path, tmp_path: 
     assert str(failed.value).startswith("spark build failed: java.lang.")
     assert "\n" not in str(failed.value) and "calling o" not in str(failed.value)
     assert outputs(state_dir) == before
+
+
+def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path: Path) -> None:
+    """Polled often enough, a build reports the task counts of the Spark stages it runs,
+    between its own phase lines, and stops reporting when it returns."""
+    import re
+    import time
+
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events)
+    lines: list[str] = []
+    build(spark, state_dir, progress=lines.append, stage_poll_s=0.005)
+    counted = len(lines)
+    stages = [re.fullmatch(r"spark stage (\d+): (\d+)/(\d+) tasks done", line) for line in lines]
+    found = [(int(m[2]), int(m[3])) for m in stages if m]
+    assert found and all(0 <= done <= total for done, total in found), lines
+    first = next(i for i, m in enumerate(stages) if m)
+    assert lines[first - 1].startswith("reading 1 file(s)"), "the first stage is the read"
+    time.sleep(0.1)
+    assert len(lines) == counted, "no line after the build returned"
