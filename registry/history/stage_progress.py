@@ -46,4 +46,4 @@ def stage_progress(
         yield
     finally:
         stop.set()
-        thread.join()
+        thread.join(timeout=poll_s + 5)  # at most one poll of a JVM still answering
