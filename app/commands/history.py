@@ -95,10 +95,12 @@ def build(
         raise JavaNotFound()
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
+    _QUIET.stopped = False
     for handler in logging.getLogger().handlers:
         handler.addFilter(_QUIET)
     paths = HistoryPaths(settings.state_dir)
-    with build_lock(paths), _full_build_repairs(unless=full):  # a second build: refused at once
+    # The lock before anything slow: a second build is refused at once.
+    with build_lock(paths), _full_build_repairs(unless=full):
         if input_uri is None and settings.db_path.exists():
             _export_bus(settings)  # the default input: bring it up to date first
         spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
