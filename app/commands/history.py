@@ -27,12 +27,16 @@ HOURS_SHOWN = 24  # `history show`: hourly rows for the newest day; older ones a
 HOUR = timedelta(hours=1)
 
 
-def _checked(check: Callable[[str], str], value: str) -> str:
+def _checked_by(check: Callable[[str], str]) -> Callable[[click.Context, object, str], str]:
     """A registry check as a click callback: its ValueError is a one-line usage error."""
-    try:
-        return check(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+
+    def callback(_ctx: click.Context, _param: object, value: str) -> str:
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return callback
 
 
 def _progress(line: str) -> None:
@@ -52,7 +56,7 @@ def history() -> None:
     show_default=True,
     metavar="URL",
     help="Spark master: local[*], spark://host:7077, local-cluster[2,1,1024] ...",
-    callback=lambda _ctx, _param, value: _checked(check_master, value),
+    callback=_checked_by(check_master),
 )
 @click.option("--full", is_flag=True, help="Rebuild everything instead of only new input.")
 @click.option(
@@ -68,7 +72,7 @@ def history() -> None:
     show_default=True,
     metavar="SIZE",
     help="The driver JVM's heap (spark.driver.memory): 2g, 512m, at least 512m.",
-    callback=lambda _ctx, _param, value: _checked(check_driver_memory, value),
+    callback=_checked_by(check_driver_memory),
 )
 @click.option(
     "--class-archive/--no-class-archive",
