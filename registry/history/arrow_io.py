@@ -95,6 +95,19 @@ def context_table(paths: HistoryPaths, hours_us: list[int], jobs: list[str]) -> 
     return pa.concat_tables([p.cast(parts[0].schema) for p in parts]).combine_chunks()
 
 
+def outputs_usable(paths: HistoryPaths) -> bool:
+    """Whether the last build's aggregates and markers can take a merge: both there,
+    readable, with every column. Reads only their footers."""
+    for target, schema in ((paths.aggregates, AGG_SCHEMA), (paths.markers, MARKER_SCHEMA)):
+        try:
+            found = pq.read_schema(target)
+        except (OSError, pa.ArrowException):
+            return False
+        if not set(schema.names) <= set(found.names):
+            return False
+    return True
+
+
 def write_tables(table: pa.Table, paths: HistoryPaths, hours_us: list[int] | None) -> int:
     """Write the collected result's aggregates and markers, each as one file replaced
     atomically, so a reader never sees half a build; returns the aggregate rows.

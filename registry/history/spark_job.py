@@ -34,6 +34,7 @@ from registry.history.arrow_io import (
     affected_hours,
     context_table,
     jobs_in_hours,
+    outputs_usable,
     write_tables,
 )
 from registry.history.errors import (
@@ -484,7 +485,9 @@ def _run(
     def facts_all() -> DataFrame:
         return spark.read.schema(FACTS_DDL).parquet(str(paths.facts))
 
-    if plan.full or not paths.aggregates.exists():
+    if plan.full or not outputs_usable(paths):
+        if not plan.full and paths.aggregates.exists():
+            progress("the last aggregates cannot be read: recomputing them from every fact")
         progress("aggregating per hour and agent")
         agg_rows = _write_tables(aggregate(facts_all()), paths, None)
     elif hours_us:

@@ -220,3 +220,28 @@ def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path
     assert lines[first - 1].startswith("reading 1 file(s)"), "the first stage is the read"
     time.sleep(0.1)
     assert len(lines) == counted, "no line after the build returned"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "foreign", "missing markers"])
+def test_an_incremental_build_repairs_unreadable_aggregates(
+    spark: Any, built: Path, tmp_path: Path, damage: str
+) -> None:
+    """With no new input, an incremental build used to leave damaged aggregates as they
+    were ("no new lines"); it now recomputes them from the facts, as a full build would."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    state_dir = copy_state(built, tmp_path / "state")
+    paths = HistoryPaths(state_dir)
+    good = outputs(state_dir)
+    if damage == "garbage":
+        paths.aggregates.write_bytes(b"PAR1 garbage")
+    elif damage == "foreign":
+        pq.write_table(pa.table({"x": [1]}), paths.aggregates)
+    else:
+        paths.markers.unlink()
+    lines: list[str] = []
+    report = build(spark, state_dir, progress=lines.append)
+    assert report.new_facts == 0 and report.agg_rows > 0
+    assert outputs(state_dir) == good
+    assert "the last aggregates cannot be read: recomputing them from every fact" in lines
