@@ -146,7 +146,8 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from registry.history.schema import CORRUPT_COLUMN, INPUT_DDL
-    from registry.history.spark_job import create_session, run_build
+    from registry.history.spark_job import run_build
+    from registry.history.spark_session import create_session
 
     work = Path(tempfile.mkdtemp(prefix="history-bench-"))
     state_dir = work / "state"

@@ -92,7 +92,8 @@ def build(
 ) -> None:
     """Read the bus export, append facts parquet, recompute hourly aggregates."""
     from registry.history.jvm import plan_jvm
-    from registry.history.spark_job import create_session, run_build, stop_session
+    from registry.history.spark_job import run_build
+    from registry.history.spark_session import create_session, stop_session
     from registry.history.watermark import build_lock, bytes_to_read, resolve_input
 
     if not java_available():

@@ -3,7 +3,7 @@
 A build's bookkeeping (which hours new facts touch, which jobs those hours hold,
 the facts needed to recompute them) is a few parquet column scans, and its
 result is small; pyarrow does both far cheaper than a round of Spark jobs. Kept
-apart from ``spark_job`` so that module stays the only one that imports pyspark.
+apart from ``spark_job``: the Spark side (it and ``spark_session``) alone imports pyspark.
 """
 
 from __future__ import annotations

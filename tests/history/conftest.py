@@ -72,7 +72,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """
     if not java_available():  # pragma: no cover - the CI image has Java 17
         pytest.skip("Spark tests need Java (apt-get install -y default-jre-headless)")
-    from registry.history.spark_job import create_session
+    from registry.history.spark_session import create_session
 
     log = tmp_path_factory.mktemp("spark") / "spark.log"
     session = create_session("local[2]", driver_memory="1g", log_path=log)
