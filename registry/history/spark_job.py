@@ -1,7 +1,7 @@
 """The Spark job: bus JSONL export -> facts parquet (by date) -> hourly aggregates.
 
-With ``spark_session`` (which starts and stops the session), the only module of
-orchestrate that imports pyspark. Facts are appended per
+It and ``spark_session`` (which starts and stops the session) are the only modules
+of orchestrate that import pyspark. Facts are appended per
 build (only lines after the watermark). Aggregates are never merged number by
 number: a full build recomputes them from all facts, an incremental one
 recomputes the hours the new facts touch from every fact of the jobs seen in
