@@ -318,7 +318,8 @@ class RegistrySource:
                 or beats.get(record.label)
                 or beats.get(record.tmux_session)
             )
-            liveness: Liveness = "unknown"
+            # No running job and no beat of its own: nothing is expected to beat.
+            liveness: Liveness = "unknown" if job_id else "idle"
             age_s: float | None = None
             if beat is not None:
                 liveness = cast(Liveness, str(beat.liveness(at_ms)))

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
 SessionState = Literal["running", "stopped", "terminated", "archived"]
-Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown"]
+Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
 

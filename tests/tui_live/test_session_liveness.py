@@ -18,3 +18,6 @@ def test_a_running_jobs_heartbeat_colours_its_session(state_dir: Path, tmux_sock
     rows = {row.label: row for row in source.poll(0).sessions}
     assert rows["alpha"].current_job == job.job_id
     assert rows["alpha"].liveness == "ok" and rows["alpha"].tmux_alive
+    orch.cancel(job.job_id)  # the job ends: its beat no longer speaks for the session
+    rows = {row.label: row for row in source.poll(0).sessions}
+    assert rows["alpha"].current_job is None and rows["alpha"].liveness == "idle"

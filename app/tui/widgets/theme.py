@@ -18,6 +18,7 @@ LIVENESS_COLOURS = {
     "STALE": "error-lighten-2",
     "DEAD": "error-lighten-1",
     "unknown": "foreground-darken-2",
+    "idle": "foreground-darken-2",
 }
 
 
