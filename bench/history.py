@@ -5,9 +5,11 @@ Run: .venv/bin/python bench/history.py [--events 1000000] [--master local[*]]
 
 Measures, side by side: a full build in a fresh JVM (cold) and again in the same
 session (warm); Spark's floor (a bare read of the same JSONL + groupBy count in that
-session); DuckDB doing the same aggregation (the single-machine limit); an
-incremental build after +1 % events, first and warm (like the full build, the best
-of several in the session); and the reader the TUI uses (pyarrow only).
+session), and the build's own phases against it (its parse with nothing written,
+its aggregation of the written facts); DuckDB doing the same aggregation (the
+single-machine limit); an incremental build after +1 % events, first and warm
+(like the full build, the best of several in the session); and the reader the
+TUI uses (pyarrow only).
 
 With --cli it also times what a user waits for: `orchestrate history build` as a
 fresh process, full and incremental, without and with the JVM class archive
@@ -145,9 +147,10 @@ def main() -> None:
 
     from pyspark.sql import functions as F
 
-    from registry.history.schema import CORRUPT_COLUMN, INPUT_DDL
-    from registry.history.spark_job import run_build
+    from registry.history.schema import CORRUPT_COLUMN, INPUT_DDL, HistoryPaths
+    from registry.history.spark_job import FACTS_DDL, aggregate, parse_input, run_build
     from registry.history.spark_session import create_session
+    from registry.history.watermark import plan_read, resolve_input
 
     work = Path(tempfile.mkdtemp(prefix="history-bench-"))
     state_dir = work / "state"
@@ -184,6 +187,22 @@ def main() -> None:
     parse_s = min(
         timed("read of every field the build uses", parse_fields)[0] for _ in range(REPEATS)
     )
+
+    # The build's phases on their own: its parse and checks of every line with the
+    # result dropped (Spark's noop sink), and its aggregation of the written facts.
+    paths = HistoryPaths(state_dir)
+
+    def build_parse() -> None:
+        plan = plan_read(resolve_input(None, paths), None, paths, True)
+        parse_input(spark, plan)[0].write.format("noop").mode("overwrite").save()
+
+    def build_aggregate() -> int:
+        return aggregate(spark.read.schema(FACTS_DDL).parquet(str(paths.facts))).toArrow().num_rows
+
+    phase_parse_s = min(
+        timed("build's parse, nothing written", build_parse)[0] for _ in range(REPEATS)
+    )
+    phase_agg_s = min(timed("build's aggregation", build_aggregate)[0] for _ in range(REPEATS))
 
     built = work / "history-after-full"
     shutil.copytree(state_dir / "history", built)
@@ -261,6 +280,12 @@ def main() -> None:
         ("full build, warm", warm_s, f"{warm_s / floor_s:.2f}x floor (target <= 1.5x)"),
         ("spark floor: read + groupBy count", floor_s, "1.00x floor"),
         ("  same, parsing every field used", parse_s, f"{parse_s / floor_s:.2f}x floor (context)"),
+        (
+            "  build's parse, nothing written",
+            phase_parse_s,
+            f"{phase_parse_s / floor_s:.2f}x floor",
+        ),
+        ("  build's aggregation of the facts", phase_agg_s, f"{phase_agg_s / floor_s:.2f}x floor"),
         (
             "duckdb, same aggregation",
             duck_s if duck_s is not None else float("nan"),

@@ -128,7 +128,7 @@ WHERE NOT malformed AND type IN ({_sql_list(KEPT_TYPES)}) AND seq > {{min_seq}}
 """
 
 
-def _parse(spark: SparkSession, plan: ReadPlan) -> tuple[DataFrame, Observation, Observation]:
+def parse_input(spark: SparkSession, plan: ReadPlan) -> tuple[DataFrame, Observation, Observation]:
     """Read the JSONL with an explicit schema; flag (never fail on) malformed lines.
 
     The two observations count every line read and every fact kept as the facts
@@ -338,7 +338,7 @@ def _run(
         malformed_total=base.malformed_total,
     )
     if plan.uris:
-        facts, line_obs, kept_obs = _parse(spark, plan)
+        facts, line_obs, kept_obs = parse_input(spark, plan)
         progress(f"reading {len(plan.uris)} file(s), writing facts")
         if plan.full:
             building = paths.facts.with_name("facts.building")
