@@ -187,18 +187,24 @@ class Bus:
         return int(row[0]) if row else 0
 
     def read_after(
-        self, after_seq: int, *, limit: int = 1000, task: str | None = None
+        self,
+        after_seq: int,
+        *,
+        limit: int = 1000,
+        task: str | None = None,
+        upto_seq: int | None = None,
     ) -> list[Message]:
-        """Messages with seq > after_seq (optionally about one task), oldest first."""
+        """Messages with after_seq < seq <= upto_seq (optionally about one task), oldest first."""
+        ceiling = (1 << 63) - 1 if upto_seq is None else upto_seq
         if task is None:
-            sql = f"SELECT {_COLUMNS} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?"
-            params: tuple[Any, ...] = (after_seq, limit)
+            sql = f"SELECT {_COLUMNS} FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
+            params: tuple[Any, ...] = (after_seq, ceiling, limit)
         else:
             sql = (
-                f"SELECT {_COLUMNS} FROM messages WHERE seq > ? AND (correlation_id = ? "
-                "OR from_agent = ? OR to_agent = ?) ORDER BY seq LIMIT ?"
+                f"SELECT {_COLUMNS} FROM messages WHERE seq > ? AND seq <= ? AND "
+                "(correlation_id = ? OR from_agent = ? OR to_agent = ?) ORDER BY seq LIMIT ?"
             )
-            params = (after_seq, task, task, task, limit)
+            params = (after_seq, ceiling, task, task, task, limit)
         return self._decode_rows(self._read(sql, params).fetchall())
 
     def _decode_rows(self, rows: list[tuple[Any, ...]]) -> list[Message]:
@@ -283,9 +289,16 @@ class Bus:
             version = int(conn.execute("PRAGMA data_version").fetchone()[0])
             if version != seen_version:
                 seen_version = version
-                batch = self.read_after(seq, task=task)
-                if task is not None and not batch:
-                    seq = max(seq, self.latest_seq())
+                if task is None:
+                    batch = self.read_after(seq)
+                else:
+                    # The ceiling is read first: a message committed after it is above
+                    # it and read next time, where skipping ahead to a latest_seq read
+                    # after the batch would jump over it.
+                    ceiling = self.latest_seq()
+                    batch = self.read_after(seq, task=task, upto_seq=ceiling)
+                    if not batch:
+                        seq = max(seq, ceiling)
                 for message in batch:
                     seq = message.seq
                     yield message

@@ -6,10 +6,13 @@ import json
 import stat
 import threading
 import time
+from typing import Any
+
+import pytest
 
 from bus.blobs import INLINE_LIMIT
 from bus.db import BusDB
-from bus.messages import Bus, Outgoing
+from bus.messages import Bus, Message, Outgoing
 
 
 def send(bus: Bus, type_: str = "status", **kw: object) -> int:
@@ -102,6 +105,31 @@ def test_follow_filters_by_task_and_can_start_at_a_seq(bus: Bus) -> None:
         if len(seen) == 2:
             break
     assert seen == [1, 3]
+
+
+def test_follow_on_a_task_keeps_a_message_committed_while_it_reads(
+    bus: Bus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process commits for the task just after a read that found nothing for it:
+    the follower must still yield it, not skip past it to the newest seq."""
+    send(bus, payload="noise", correlation_id="other")
+    writer = Bus(BusDB(bus.db.state_dir))
+    committed: list[int] = []
+    read_after = bus.read_after
+
+    def read_then_commit(after_seq: int, **kwargs: Any) -> list[Message]:
+        batch = read_after(after_seq, **kwargs)
+        if not batch and not committed:
+            committed.append(send(writer, payload="mine", correlation_id="job1"))
+        return batch
+
+    monkeypatch.setattr(bus, "read_after", read_then_commit)
+    deadline = time.monotonic() + 2
+    seen = []
+    for message in bus.follow(task="job1", stop=lambda: time.monotonic() > deadline):
+        seen.append(message.seq)
+        break
+    assert committed and seen == committed
 
 
 def test_to_dict_is_json_serialisable(bus: Bus) -> None:
