@@ -66,6 +66,12 @@ class Registry(JobStore):
                 if claim is None:
                     break
                 job = self._load(conn, claim.task_id)
+                if job is not None and job.status == "running":
+                    # Its lease ran out after the sweep above (a later clock reading),
+                    # or its worker gave the task back: re-queue it as the sweep would,
+                    # then claim again. Settling it would strand the job in running.
+                    self._move(conn, job, "pending", "lease expired", transition="lease_expired")
+                    continue
                 if job is None or job.status != "pending":
                     # A task whose job is gone or already moved on: settle it, look again.
                     claims.settle(conn, claim.task_id)
@@ -79,6 +85,17 @@ class Registry(JobStore):
         """Move running jobs whose lease ran out back to pending (retry_count + 1)."""
         with self._write() as conn:
             return self._expire(conn, agent_session)
+
+    def release_claim(self, claim: claims.Claim) -> None:
+        """A queue worker gives its job back unfinished (shutting down): the job goes
+        back to pending at once, as when its lease runs out. StaleClaim if the claim
+        is no longer current."""
+        with self._write() as conn:
+            job = self._require(conn, claim.task_id)
+            claims.release(conn, claim)
+            if job.status == "running":
+                reason = f"given back by {claim.agent}"
+                self._move(conn, job, "pending", reason, transition="release")
 
     def heartbeat(self, claim: claims.Claim, lease_sec: int | None = None) -> claims.Claim:
         """Renew a worker's claim on a job and the job's lease (seed 004 heartbeat).

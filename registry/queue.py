@@ -142,7 +142,11 @@ class QueueClient:
 
     def release_task(self, task_id: str) -> None:
         """Give a task back unfinished (shutting down): claimable again at once."""
-        claims.release(self.bus.db.conn, self._held(task_id))
+        claim = self._held(task_id)
+        if self.registry is not None:
+            self.registry.release_claim(claim)
+        else:
+            claims.release(self.bus.db.conn, claim)
         del self._claims[task_id]
 
     def wait_for_nudge(self, timeout: float) -> bool:

@@ -30,6 +30,8 @@ class Transition:
     ``phrase`` is how :func:`explain` says it happened when no reason was
     recorded; ``tally``, when set, makes explain count repeats of it
     ("retried {n} times after lease expiry", with a multiplication sign).
+    ``recorded_only`` transitions are named only when the change recorded them, so
+    histories written before they existed still read as the older transition.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Transition:
     target: str
     phrase: str
     tally: str = ""
+    recorded_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,16 @@ class StateMachine:
             )
 
 
-def _move(name: str, sources: str, target: str, phrase: str, tally: str = "") -> Transition:
-    return Transition(name, frozenset(sources.split()), target, phrase, tally)
+def _move(
+    name: str,
+    sources: str,
+    target: str,
+    phrase: str,
+    tally: str = "",
+    *,
+    recorded_only: bool = False,
+) -> Transition:
+    return Transition(name, frozenset(sources.split()), target, phrase, tally, recorded_only)
 
 
 JOB: Final = StateMachine(
@@ -122,11 +133,19 @@ JOB: Final = StateMachine(
             "lease expired",
             tally="retried {n}\u00d7 after lease expiry",
         ),
+        _move(
+            "release",
+            "running",
+            "pending",
+            "given back by its worker",
+            tally="given back {n}\u00d7 by its worker",
+            recorded_only=True,
+        ),
         _move("resume", "error cancelled", "pending", "resumed", tally="resumed {n}\u00d7"),
     ),
 )
 """Jobs (SPEC §3): pending -> running -> completed | error, cancel while live,
-lease expiry back to pending, resume a failed or cancelled job."""
+lease expiry (or a worker giving it back) to pending, resume a failed or cancelled job."""
 
 SESSION: Final = StateMachine(
     name="session",
@@ -280,9 +299,13 @@ def _transition_of(machine: StateMachine, change: StateChange) -> Transition | N
         return None
     if change.from_state is None:
         return None
-    names = machine.names_between(change.from_state, change.to_state)
+    moves = [
+        machine.transition(name)
+        for name in machine.names_between(change.from_state, change.to_state)
+    ]
+    moves = [move for move in moves if not move.recorded_only]
     # Ambiguous edges (pick and start both lead pending -> running) stay unnamed.
-    return machine.transition(names[0]) if len(names) == 1 else None
+    return moves[0] if len(moves) == 1 else None
 
 
 def _phrase(machine: StateMachine, change: StateChange) -> str:

@@ -159,6 +159,38 @@ def test_registry_backed_queue_moves_jobs(tmp_path: Path) -> None:
     assert "retried 1\u00d7 after lease expiry" in registry.why(job.job_id)
 
 
+def test_a_released_job_goes_back_to_pending_and_is_picked_again(tmp_path: Path) -> None:
+    """A worker shutting down gives its job back: pending at once, not running with
+    nobody on it (the next pick used to settle its task and strand it)."""
+    registry = Registry.open(tmp_path / "state")
+    job = registry.register("p", "a", "tmux:w", timeout_sec=600)
+    client = QueueClient(registry, "tmux:w")
+    task = client.next_task()
+    assert task is not None
+    client.release_task(task.task_id)
+    assert registry.get(job.job_id).status == "pending"
+    again = QueueClient(registry, "tmux:w").next_task()
+    assert again is not None and (again.task_id, again.attempt) == (job.job_id, 2)
+    assert registry.get(job.job_id).status == "running"
+    assert "given back 1\u00d7 by its worker" in registry.why(job.job_id)
+
+
+def test_a_lease_ending_between_sweep_and_claim_is_picked_not_stranded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pick sweeps expired leases with one clock reading and claims with a later one:
+    a lease that ends between the two must still come back as a pending job."""
+    registry = Registry.open(tmp_path / "state")
+    job = registry.register("p", "a", "tmux:w", timeout_sec=1)
+    registry.pick("tmux:w")
+    lease_end = claims.get(registry.db.conn, job.job_id).lease_until_ms
+    ticks = iter([lease_end - 1])  # the sweep's reading; every later one is past the lease
+    monkeypatch.setattr(claims, "now_ms", lambda: next(ticks, lease_end + 1))
+    picked = registry.pick("tmux:w")
+    assert (picked.job_id, picked.status, picked.retry_count) == (job.job_id, "running", 1)
+    assert claims.get(registry.db.conn, job.job_id).state == "claimed"
+
+
 def test_nudge_wakes_a_waiting_worker(bus: Bus) -> None:
     client = QueueClient(bus, "w", queue="q")
     assert client.wait_for_nudge(0.05) is False
