@@ -177,10 +177,11 @@ _QUIET = _QuietWhenStopped()
 
 def _export_bus(settings: Settings) -> None:
     """Append what the bus holds beyond the last export, as `orchestrate export` does."""
-    from bus.export import export_jsonl
+    from bus.export import default_target, export_jsonl
 
-    target = settings.state_dir / "export" / "bus.jsonl"
-    written = export_jsonl(settings.open_bus(), target)
+    bus = settings.open_bus()
+    target = default_target(bus)
+    written = export_jsonl(bus, target)
     _progress(f"exported {written} new bus message(s) to {target}")
 
 

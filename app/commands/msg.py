@@ -147,8 +147,9 @@ def follow(settings: Settings, task: str | None, since: int | None, count: int |
 @click.pass_obj
 def export(settings: Settings, out: Path | None) -> None:
     """Append bus messages not yet exported to a JSONL file."""
-    from bus.export import export_jsonl
+    from bus.export import default_target, export_jsonl
 
-    target = out or settings.state_dir / "export" / "bus.jsonl"
-    written = export_jsonl(settings.open_bus(), target)
+    bus = settings.open_bus()
+    target = out or default_target(bus)
+    written = export_jsonl(bus, target)
     click.echo(f"exported {written} message(s) to {target}", err=True)
