@@ -344,6 +344,10 @@ def _run(
             building = paths.facts.with_name("facts.building")
             shutil.rmtree(building, ignore_errors=True)
             facts.write.mode("overwrite").partitionBy("date").parquet(str(building))
+            # The old watermark goes before the facts it describes: a build stopped
+            # between here and save_state leaves no state, so the next one is full
+            # instead of appending lines these facts already hold.
+            paths.state.unlink(missing_ok=True)
             swap_in(building, paths.facts)
         else:
             new_dir = paths.staging / "facts"

@@ -100,6 +100,34 @@ def test_interrupted_append_is_rolled_back(spark: Any, built: Path, tmp_path: Pa
     assert outputs(state_dir) != before
 
 
+def test_a_full_build_killed_after_its_swap_is_redone_not_doubled(
+    spark: Any, events: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --full build stopped (Ctrl-C, the TUI closing) after the new facts are in but
+    before its watermark is saved: the next build must not append the new lines again
+    on top of facts that already hold them."""
+    from registry.history import spark_job
+
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events[:3000])
+    build(spark, state_dir)
+    write_export(state_dir, events[3000:], append=True)
+
+    def interrupted(facts: Any) -> Any:
+        raise KeyboardInterrupt  # what SIGINT raises mid-aggregation
+
+    with monkeypatch.context() as patch:
+        patch.setattr(spark_job, "aggregate", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build(spark, state_dir, full=True)
+    after = build(spark, state_dir)
+    kept = {"job.registered", "job.event", "job.status", "control.started"}
+    assert after.full and after.facts_rows == sum(
+        json.loads(line)["type"] in kept for line in events
+    )
+    assert outputs(state_dir) == aggregate_lines(events)
+
+
 def test_local_cluster_gives_the_same_result(cluster_build: ClusterBuild, built: Path) -> None:
     """`--master local-cluster[2,1,1024]` runs the job on two separate executor JVMs
     (through the real CLI, so the suite's own session is untouched) and writes the same
