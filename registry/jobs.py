@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from bus import claims
 from bus.db import now_ms
+from bus.errors import StaleClaim
 from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob, RegistryError
 from registry.events import Event, build_event, event_from_dict, parse_event
 from registry.jobstore import FINAL_STATUSES, JobStore
@@ -118,10 +119,16 @@ class Registry(JobStore):
         """A queue worker finished its job: fenced by the claim's attempt.
 
         False when this same claim already completed it (an idempotent retry);
-        StaleClaim when the claim is no longer current.
+        StaleClaim when the claim is no longer current, or the job was cancelled
+        while the worker held it (its result is not recorded).
         """
         with self._write() as conn:
             job = self._require(conn, claim.task_id)
+            if job.status == "cancelled":  # cancel settles the task under the claim
+                raise StaleClaim(
+                    f"job {job.job_id} was cancelled while {claim.agent} held it: "
+                    "its result is not recorded"
+                )
             if not claims.complete(conn, claim, result):
                 return False
             reason = f"{status} by {claim.agent} (attempt {claim.attempt})"

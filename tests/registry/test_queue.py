@@ -191,6 +191,23 @@ def test_a_lease_ending_between_sweep_and_claim_is_picked_not_stranded(
     assert claims.get(registry.db.conn, job.job_id).state == "claimed"
 
 
+def test_completing_a_job_cancelled_meanwhile_is_refused_not_taken_as_done(
+    tmp_path: Path,
+) -> None:
+    """The operator cancels while a worker holds the job: the worker's completion is
+    refused (its result is dropped), not reported as a completion that landed."""
+    registry = Registry.open(tmp_path / "state")
+    job = registry.register("p", "a", "tmux:w", timeout_sec=600)
+    client = QueueClient(registry, "tmux:w")
+    task = client.next_task()
+    assert task is not None
+    registry.cancel(job.job_id)
+    with pytest.raises(StaleClaim, match="was cancelled"):
+        client.complete_task(task.task_id, {"summary": "late"})
+    record = registry.get(job.job_id)
+    assert (record.status, record.result) == ("cancelled", None)
+
+
 def test_nudge_wakes_a_waiting_worker(bus: Bus) -> None:
     client = QueueClient(bus, "w", queue="q")
     assert client.wait_for_nudge(0.05) is False
