@@ -202,7 +202,8 @@ def transaction(
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back itself (disk full, I/O error)
+            conn.execute("ROLLBACK")
         raise
     try:
         conn.execute("COMMIT")

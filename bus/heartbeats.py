@@ -137,6 +137,9 @@ class HeartbeatThread:
         db = BusDB(self.state_dir)  # this thread's own connection
         try:
             while not self._stopping.is_set():
+                # Cleared before the status is read: an update() from here on wakes
+                # the wait below, so its status is written at once, not next beat.
+                self._wake.clear()
                 with self._lock:
                     status, task, progress = self._status, self._task, self._progress
                 try:
@@ -145,6 +148,5 @@ class HeartbeatThread:
                 except Exception as exc:
                     log.warning("heartbeat for %s failed: %s", self.agent_id, exc)
                 self._wake.wait(self.interval)
-                self._wake.clear()
         finally:
             db.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bus.db import BusDB, connect
+from bus.db import BusDB, connect, transaction
 from bus.errors import DatabaseLocked, NotABusDatabase, SchemaTooNew, StateDirError
 from bus.messages import Bus, Outgoing
 from bus.schema import SCHEMA_VERSION
@@ -77,3 +77,18 @@ def test_a_read_only_state_dir_is_a_clear_error(tmp_path: Path) -> None:
             connect(tmp_path / "sub" / "state.db")
     finally:
         tmp_path.chmod(0o700)
+
+
+def test_a_transaction_sqlite_already_rolled_back_keeps_its_real_error(tmp_path: Path) -> None:
+    """SQLite ends the transaction itself on some errors (disk full, I/O): the caller
+    must see that error, not "cannot rollback - no transaction is active"."""
+    db = BusDB(tmp_path)
+
+    class DiskFull(Exception):
+        pass
+
+    with pytest.raises(DiskFull), transaction(db.conn):
+        db.conn.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+        db.conn.execute("ROLLBACK")  # as SQLite does on SQLITE_FULL
+        raise DiskFull("database or disk is full")
+    assert db.conn.execute("SELECT count(*) FROM meta WHERE key = 'k'").fetchone()[0] == 0
