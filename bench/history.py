@@ -62,14 +62,16 @@ WITH raw AS (
   FROM f
 ), r AS (
   SELECT ts_ms // 3600000 AS hour, coalesce(job_agent, 'unknown') AS agent, type, event,
+    status_to,
     CASE WHEN event = 'started' AND enq_ms IS NOT NULL THEN ts_ms - enq_ms END AS wait_ms,
-    CASE WHEN event IN ('completed', 'error') AND start_seq IS NOT NULL
+    CASE WHEN status_to IN ('completed', 'error') AND start_seq IS NOT NULL
               AND (enq_seq IS NULL OR enq_seq < start_seq) THEN ts_ms - start_ms END AS run_ms
   FROM w WHERE type IN ('job.registered', 'job.event')
+    OR (type = 'job.status' AND status_to IN ('completed', 'error'))
 )
 SELECT hour, agent, count(*) FILTER (WHERE type = 'job.event') AS events,
-  count(*) FILTER (WHERE event = 'completed') AS completed,
-  count(*) FILTER (WHERE event = 'error') AS errored,
+  count(*) FILTER (WHERE status_to = 'completed') AS completed,
+  count(*) FILTER (WHERE status_to = 'error') AS errored,
   quantile_cont(run_ms, 0.5) AS run_p50, quantile_cont(run_ms, 0.95) AS run_p95,
   quantile_cont(wait_ms, 0.5) AS wait_p50, quantile_cont(wait_ms, 0.95) AS wait_p95
 FROM r GROUP BY ALL ORDER BY hour, agent

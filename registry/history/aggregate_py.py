@@ -113,23 +113,24 @@ def aggregate_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[di
             continue
         job = str(fact.job_id)
         enqueue, start = last_enqueue.get(job), last_start.get(job)
-        if fact.type != JOB_STATUS:
+        ends = fact.type == JOB_STATUS and fact.status_to in TERMINAL_KINDS
+        if fact.type != JOB_STATUS or ends:
             bucket = buckets[(_hour(fact.ts_ms), _agent_of(agents, job))]
             if fact.type == JOB_REGISTERED:
                 bucket.jobs_registered += 1
-            else:
+            elif fact.type == JOB_EVENT:
                 bucket.events += 1
                 if fact.event == "started":
                     bucket.jobs_started += 1
                     if enqueue is not None:
                         bucket.wait_ms.append(fact.ts_ms - enqueue[1])
-                elif fact.event in TERMINAL_KINDS:
-                    if fact.event == "completed":
-                        bucket.jobs_completed += 1
-                    else:
-                        bucket.jobs_errored += 1
-                    if start is not None and (enqueue is None or enqueue[0] < start[0]):
-                        bucket.run_ms.append(fact.ts_ms - start[1])
+            else:  # the job ended: completed or error, whoever moved it there
+                if fact.status_to == "completed":
+                    bucket.jobs_completed += 1
+                else:
+                    bucket.jobs_errored += 1
+                if start is not None and (enqueue is None or enqueue[0] < start[0]):
+                    bucket.run_ms.append(fact.ts_ms - start[1])
         if fact.type == JOB_REGISTERED or (fact.type == JOB_STATUS and fact.status_to == "pending"):
             last_enqueue[job] = (fact.seq, fact.ts_ms)
         if fact.event == "started":

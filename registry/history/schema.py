@@ -9,18 +9,21 @@ Definitions shared by the Spark job and the plain-Python reference
   message (by seq), else ``"unknown"``.
 * ``hour`` is ``ts_ms`` truncated to the hour, UTC.
 * ``events``: ``job.event`` messages in that hour for that agent.
-* ``jobs_registered`` / ``jobs_started`` / ``jobs_completed`` /
-  ``jobs_errored``: ``job.registered`` messages, and ``started``,
-  ``completed``, ``error`` events, in that hour. A resumed job counts once
-  per attempt.
+* ``jobs_registered`` / ``jobs_started``: ``job.registered`` messages and
+  ``started`` events in that hour.
+* ``jobs_completed`` / ``jobs_errored``: ``job.status`` messages moving a job
+  to ``completed`` / ``error`` in that hour: the registry's record of a job
+  ending, whoever ended it (the agent's own event, a queue worker, the control
+  room failing a job whose pane died or whose permission was denied, a person).
+  A resumed job counts once per attempt.
 * ``error_rate``: errored / (completed + errored); null when neither.
 * Queue wait of a ``started`` event: its ts minus the latest earlier enqueue
   of the same job (its ``job.registered``, or a ``job.status`` to
   ``pending``, i.e. a resume or a lease expiry). Counted in the hour of the
   ``started`` event.
-* Run duration of a terminal event (``completed``/``error``): its ts minus
-  the latest earlier ``started`` of the same job, provided no enqueue came
-  between them. Counted in the hour of the terminal event.
+* Run duration of a job ending (its ``job.status`` to ``completed``/``error``):
+  its ts minus the latest earlier ``started`` event of the same job, provided
+  no enqueue came between them. Counted in the hour the job ended.
 * ``*_p50`` / ``*_p95`` (milliseconds): the exact percentile with linear
   interpolation between closest ranks, as Spark's ``percentile``: sort the n
   values, position = (n - 1) * p, interpolate between floor and ceil.

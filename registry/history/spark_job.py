@@ -174,27 +174,29 @@ def _percentile_sql(sorted_values: str, fraction: float) -> str:
 
 UNKNOWN_SQL = get_lit_sql_str(UNKNOWN_AGENT)
 # What each fact is to the aggregation, as a small code so the shuffle by job
-# carries one byte instead of two strings. ENQUEUED: a job.status back to pending.
+# carries one byte instead of two strings. ENQUEUED: a job.status back to pending;
+# COMPLETED / ERRORED: a job.status to completed / error; OTHER_EVENT: any job.event
+# but started (a completed or error event is counted by the status move it causes).
 REGISTERED, ENQUEUED, STARTED, COMPLETED, ERRORED, OTHER_EVENT, RESTART = range(7)
 
 # The aggregates of schema.py in one statement. The window by job finds, for each
 # message, the job's agent and its latest earlier enqueue and start; the group by
 # hour and agent counts. Restart markers ride along as rows whose agent is null
-# (control.started has no job). Only job.status rows that re-enqueue matter, so the
-# others are dropped before the shuffle.
+# (control.started has no job). Only job.status rows that re-enqueue or end a job
+# matter, so the others are dropped before the shuffle.
 AGGREGATE_SQL = f"""
 WITH coded AS (
   SELECT job_id, seq, unix_millis(ts) AS ts_ms,
     CASE WHEN type = {REGISTERED_SQL} THEN {REGISTERED}
-         WHEN type = {STATUS_SQL} THEN {ENQUEUED}
+         WHEN type = {STATUS_SQL} AND status_to = 'pending' THEN {ENQUEUED}
+         WHEN type = {STATUS_SQL} AND status_to = 'completed' THEN {COMPLETED}
+         WHEN type = {STATUS_SQL} THEN {ERRORED}
          WHEN type = {RESTART_SQL} THEN {RESTART}
          WHEN event = 'started' THEN {STARTED}
-         WHEN event = 'completed' THEN {COMPLETED}
-         WHEN event = 'error' THEN {ERRORED}
          ELSE {OTHER_EVENT} END AS kind,
     CASE WHEN type = {REGISTERED_SQL} THEN coalesce(agent, {UNKNOWN_SQL}) END AS registered_agent
   FROM {{facts}}
-  WHERE type != {STATUS_SQL} OR status_to = 'pending'
+  WHERE type != {STATUS_SQL} OR status_to IN ('pending', 'completed', 'error')
 ), timed AS (
   SELECT ts_ms, kind,
     CASE WHEN kind != {RESTART}
@@ -218,7 +220,7 @@ WITH coded AS (
   WHERE kind != {ENQUEUED}
 ), hourly AS (
   SELECT hour, agent,
-    count_if(kind BETWEEN {STARTED} AND {OTHER_EVENT}) AS events,
+    count_if(kind IN ({STARTED}, {OTHER_EVENT})) AS events,
     count_if(kind = {REGISTERED}) AS jobs_registered,
     count_if(kind = {STARTED}) AS jobs_started,
     count_if(kind = {COMPLETED}) AS jobs_completed,

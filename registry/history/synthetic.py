@@ -2,8 +2,11 @@
 
 Produces what ``bus.export`` writes: one message per line, seq increasing with
 commit time, with jobs that queue, start, report progress, end (some in
-error, some resumed and run again), control-room restarts, and chat messages
-the pipeline must ignore.
+error, some resumed and run again, some failed by the control room without an
+event of their own, some cancelled), control-room restarts, and chat messages
+the pipeline must ignore. As the registry does, every status move is also a
+``job.status`` message: running when the job is handed to its pane, and the end
+right after the event that caused it.
 """
 
 from __future__ import annotations
@@ -42,14 +45,33 @@ def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[
     ]
     event_seq = 0
     now = t0
+
+    def status(before: str, after: str) -> None:
+        out.append(
+            {
+                "ts_ms": now,
+                "from_agent": "control",
+                "type": "job.status",
+                "correlation_id": job_id,
+                "payload": {"job_id": job_id, "from": before, "to": after, "reason": "x"},
+            }
+        )
+
     attempts = 2 if rng.random() < 0.1 else 1
     for attempt in range(attempts):
         now += rng.randint(100, 120_000)  # queue wait
+        status("pending", "running")
+        now += rng.randint(50, 2_000)  # the agent starting in its pane
         kinds = ["started"] + ["progress"] * rng.randint(0, 8)
         if rng.random() < 0.1:
             kinds.insert(2, "permission_required")
         last_attempt = attempt == attempts - 1
-        kinds.append("completed" if last_attempt and rng.random() < 0.85 else "error")
+        roll = rng.random()
+        end = "completed" if last_attempt and roll < 0.85 else "error"
+        # The control room ends some jobs itself (a dead pane, a cancel): no event.
+        ended_by_control = "error" if roll > 0.97 else "cancelled" if roll > 0.95 else None
+        if ended_by_control is None:
+            kinds.append(end)
         for kind in kinds:
             now += 0 if kind == "started" else rng.randint(50, 400_000)
             event_seq += 1
@@ -71,17 +93,13 @@ def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[
                     },
                 }
             )
+        if ended_by_control is not None:
+            now += rng.randint(1000, 60_000)
+            end = ended_by_control
+        status("running", end)
         if not last_attempt:
             now += rng.randint(1000, 60_000)
-            out.append(
-                {
-                    "ts_ms": now,
-                    "from_agent": "control",
-                    "type": "job.status",
-                    "correlation_id": job_id,
-                    "payload": {"job_id": job_id, "from": "error", "to": "pending", "reason": "x"},
-                }
-            )
+            status(end, "pending")
     return out
 
 

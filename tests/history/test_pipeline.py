@@ -150,12 +150,13 @@ def test_late_registration_moves_old_hours_to_its_agent(spark: Any, tmp_path: Pa
     first = [
         bus_line(1, t0 + 10, "job.event", "0000late", event="started"),
         bus_line(2, t0 + 5000, "job.event", "0000late", event="completed"),
-        bus_line(3, t0 + hour, "control.started", None),
+        bus_line(3, t0 + 5000, "job.status", "0000late", to="completed"),
+        bus_line(4, t0 + hour, "control.started", None),
     ]
     later = [
-        bus_line(4, t0 + 2 * hour, "job.registered", "0000late", agent="codex"),
-        bus_line(5, t0 + 2 * hour + 1, "job.registered", "00000new", agent="aider"),
-        bus_line(6, t0 + 2 * hour + 90, "job.event", "00000new", event="started"),
+        bus_line(5, t0 + 2 * hour, "job.registered", "0000late", agent="codex"),
+        bus_line(6, t0 + 2 * hour + 1, "job.registered", "00000new", agent="aider"),
+        bus_line(7, t0 + 2 * hour + 90, "job.event", "00000new", event="started"),
     ]
     state_dir = tmp_path / "state"
     write_export(state_dir, first)
@@ -169,6 +170,33 @@ def test_late_registration_moves_old_hours_to_its_agent(spark: Any, tmp_path: Pa
     assert agents_and_runs == [("codex", 1), ("aider", 0), ("codex", 0)]
     build(spark, state_dir, full=True)
     assert outputs(state_dir) == incremental
+
+
+def test_a_job_the_control_room_failed_counts_as_errored_once(spark: Any, tmp_path: Path):
+    """Jobs end by their status moves, whoever made them: an agent's error event and
+    the status move it causes count once; a job failed by the control room (its pane
+    died: a status move with no event) counts as errored, with its run; a cancel is
+    neither completed nor errored."""
+    t0 = 1_767_225_600_000
+    lines = [
+        bus_line(1, t0, "job.registered", "0000self", agent="claude"),
+        bus_line(2, t0 + 100, "job.event", "0000self", event="started"),
+        bus_line(3, t0 + 900, "job.event", "0000self", event="error"),
+        bus_line(4, t0 + 900, "job.status", "0000self", to="error"),
+        bus_line(5, t0 + 1000, "job.registered", "0000dead", agent="claude"),
+        bus_line(6, t0 + 1200, "job.event", "0000dead", event="started"),
+        bus_line(7, t0 + 4200, "job.status", "0000dead", to="error"),
+        bus_line(8, t0 + 5000, "job.registered", "0000gone", agent="claude"),
+        bus_line(9, t0 + 5100, "job.event", "0000gone", event="started"),
+        bus_line(10, t0 + 5600, "job.status", "0000gone", to="cancelled"),
+    ]
+    state_dir = tmp_path / "state"
+    write_export(state_dir, lines)
+    build(spark, state_dir)
+    (row,), _ = outputs(state_dir)
+    assert outputs(state_dir) == aggregate_lines(lines)
+    assert (row["jobs_completed"], row["jobs_errored"], row["events"]) == (0, 2, 4)
+    assert (row["runs"], row["run_ms_p50"]) == (2, (800 + 3000) / 2)
 
 
 def test_finished_build_journal_is_not_rolled_back(built: Path, tmp_path: Path) -> None:
@@ -198,11 +226,15 @@ def test_incremental_with_untouched_older_dates(spark: Any, tmp_path: Path) -> N
         bus_line(1, t0, "job.registered", "000000aa", agent="claude"),
         bus_line(2, t0 + 100, "job.event", "000000aa", event="started"),
         bus_line(3, t0 + 900, "job.event", "000000aa", event="completed"),
-        bus_line(4, t0 + day, "job.registered", "000000cc", agent="aider"),
-        bus_line(5, t0 + 2 * day, "job.registered", "000000bb", agent="codex"),
-        bus_line(6, t0 + 2 * day + 50, "job.event", "000000bb", event="started"),
+        bus_line(4, t0 + 900, "job.status", "000000aa", to="completed"),
+        bus_line(5, t0 + day, "job.registered", "000000cc", agent="aider"),
+        bus_line(6, t0 + 2 * day, "job.registered", "000000bb", agent="codex"),
+        bus_line(7, t0 + 2 * day + 50, "job.event", "000000bb", event="started"),
     ]
-    later = [bus_line(7, t0 + 2 * day + 7000, "job.event", "000000bb", event="completed")]
+    later = [
+        bus_line(8, t0 + 2 * day + 7000, "job.event", "000000bb", event="completed"),
+        bus_line(9, t0 + 2 * day + 7000, "job.status", "000000bb", to="completed"),
+    ]
     state_dir = tmp_path / "state"
     write_export(state_dir, first)
     build(spark, state_dir)
