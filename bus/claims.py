@@ -76,10 +76,19 @@ _CLAIM_RETURNING = "RETURNING task_id, queue, attempts, lease_until_ms, payload"
 
 
 def claim_next(
-    conn: sqlite3.Connection, queue: str, agent: str, *, lease_ms: int = DEFAULT_LEASE_MS
+    conn: sqlite3.Connection,
+    queue: str,
+    agent: str,
+    *,
+    lease_ms: int = DEFAULT_LEASE_MS,
+    at_ms: int | None = None,
 ) -> Claim | None:
-    """Claim the oldest available task of ``queue`` (pending or lease expired)."""
-    now = now_ms()
+    """Claim the oldest available task of ``queue`` (pending or lease expired).
+
+    ``at_ms``: the time to judge leases by, so a caller that swept expired leases
+    first judges both at one moment (a lease ending between two readings of the
+    clock would otherwise be claimed unswept)."""
+    now = now_ms() if at_ms is None else at_ms
     try:
         with transaction(conn):
             row = conn.execute(
@@ -236,10 +245,12 @@ def requeue(conn: sqlite3.Connection, task_id: str, *, at_ms: int | None = None)
     )
 
 
-def expired(conn: sqlite3.Connection, *, queue: str | None = None) -> list[TaskState]:
+def expired(
+    conn: sqlite3.Connection, *, queue: str | None = None, at_ms: int | None = None
+) -> list[TaskState]:
     """Claimed tasks whose lease has run out (what a sweeper re-enqueues)."""
     sql = "SELECT * FROM task_claims WHERE state = 'claimed' AND lease_until_ms <= ?"
-    params: tuple[Any, ...] = (now_ms(),)
+    params: tuple[Any, ...] = (now_ms() if at_ms is None else at_ms,)
     if queue is not None:
         sql += " AND queue = ?"
         params += (queue,)

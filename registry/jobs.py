@@ -61,16 +61,17 @@ class Registry(JobStore):
         check_label("agent_session", agent_session)
         who = claimer or agent_session
         with self._write() as conn:
-            self._expire(conn, agent_session)
+            at_ms = now_ms()  # one moment for the sweep and the claim
+            self._expire(conn, agent_session, at_ms)
             for _ in range(1000):
-                claim = claims.claim_next(conn, agent_session, who)
+                claim = claims.claim_next(conn, agent_session, who, at_ms=at_ms)
                 if claim is None:
                     break
                 job = self._load(conn, claim.task_id)
                 if job is not None and job.status == "running":
-                    # Its lease ran out after the sweep above (a later clock reading),
-                    # or its worker gave the task back: re-queue it as the sweep would,
-                    # then claim again. Settling it would strand the job in running.
+                    # Its task was given back under it (a bus-level release): re-queue
+                    # it as a lease expiry would, then claim again. Settling it would
+                    # strand the job in running with no task to expire.
                     self._move(conn, job, "pending", "lease expired", transition="lease_expired")
                     continue
                 if job is None or job.status != "pending":
@@ -135,9 +136,11 @@ class Registry(JobStore):
             self._move(conn, job, status, reason, result=result)
             return True
 
-    def _expire(self, conn: sqlite3.Connection, agent_session: str | None) -> builtins.list[str]:
+    def _expire(
+        self, conn: sqlite3.Connection, agent_session: str | None, at_ms: int | None = None
+    ) -> builtins.list[str]:
         moved = []
-        for task in claims.expired(conn, queue=agent_session):
+        for task in claims.expired(conn, queue=agent_session, at_ms=at_ms):
             job = self._load(conn, task.task_id)
             if job is None or job.status != "running":
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -16,6 +17,8 @@ from bus import claims
 from bus.db import BusDB
 from bus.errors import StaleClaim, TaskNotFound
 from bus.messages import Bus
+from registry import jobs as registry_jobs
+from registry.errors import NoPendingJob
 from registry.jobs import Registry
 from registry.queue import QueueClient, Task, enqueue_task, nudge, requeue_expired
 
@@ -178,17 +181,22 @@ def test_a_released_job_goes_back_to_pending_and_is_picked_again(tmp_path: Path)
 def test_a_lease_ending_between_sweep_and_claim_is_picked_not_stranded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pick sweeps expired leases with one clock reading and claims with a later one:
-    a lease that ends between the two must still come back as a pending job."""
+    """pick sweeps expired leases, then claims: with a clock that moves on between
+    the two, a lease ending in between was claimed unswept and its job stranded in
+    running. Judged at one moment, the job is either still held or re-queued."""
     registry = Registry.open(tmp_path / "state")
     job = registry.register("p", "a", "tmux:w", timeout_sec=1)
     registry.pick("tmux:w")
     lease_end = claims.get(registry.db.conn, job.job_id).lease_until_ms
-    ticks = iter([lease_end - 1])  # the sweep's reading; every later one is past the lease
-    monkeypatch.setattr(claims, "now_ms", lambda: next(ticks, lease_end + 1))
-    picked = registry.pick("tmux:w")
-    assert (picked.job_id, picked.status, picked.retry_count) == (job.job_id, "running", 1)
+    clock = itertools.count(lease_end - 1)  # every reading 1 ms after the last
+    monkeypatch.setattr(claims, "now_ms", lambda: next(clock))
+    monkeypatch.setattr(registry_jobs, "now_ms", lambda: next(clock))
+    with pytest.raises(NoPendingJob):
+        registry.pick("tmux:w")  # at lease_end - 1 the lease still holds
     assert claims.get(registry.db.conn, job.job_id).state == "claimed"
+    picked, claim = registry.pick_claim("tmux:w")  # the clock has moved past it
+    assert (picked.job_id, picked.status, picked.retry_count) == (job.job_id, "running", 1)
+    assert claim.attempt == 2
 
 
 def test_completing_a_job_cancelled_meanwhile_is_refused_not_taken_as_done(
