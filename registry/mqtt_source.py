@@ -293,6 +293,8 @@ class JobEventFeed:
             assert self.bus_factory is not None
             bus = self.bus_factory()
             for event in bus_events(bus, self.bus_jobs, stop=self._stop.is_set):
+                if event.seq <= self.jobs[event.job_id].seq_floor:
+                    continue  # an attempt before a resume: its end is not this one's
                 self._queue.put(FedEvent(event, "sqlite bus"))
         except Exception:  # the consumer then times out rather than hangs; say why
             log.exception("stopped following the SQLite bus")

@@ -13,17 +13,22 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from bus.messages import Bus
 from registry.errors import InvalidEvent
 from registry.events import Event, event_from_dict
+from registry.jobstore import FINAL_STATUSES, JobStore
 
 log = logging.getLogger(__name__)
 
 Verdict = Literal["new", "terminal", "duplicate", "late", "unexpected"]
-OutcomeStatus = Literal["completed", "error", "timeout"]
-EXIT_CODES: dict[OutcomeStatus, int] = {"completed": 0, "error": 1, "timeout": 2}
+OutcomeStatus = Literal["completed", "error", "cancelled", "timeout"]
+EXIT_CODES: dict[OutcomeStatus, int] = {"completed": 0, "error": 1, "cancelled": 1, "timeout": 2}
+# How long a job the registry records as ended may wait for its terminal event to
+# arrive (over MQTT it can trail the status) before the status alone decides.
+STATUS_GRACE_SEC = 2.0
+STATUS_CHECK_INTERVAL_SEC = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,57 @@ class JobWaiter:
     def exit_code(self) -> int:
         """0 all completed, 1 any error, 2 any timeout (the worst wins)."""
         return max((o.exit_code for o in self.outcomes.values()), default=2)
+
+
+class RegistryWatchingWaiter(JobWaiter):
+    """A JobWaiter that also asks the registry how its local jobs stand, because
+    not every end is an event: a cancel, a status set by hand, or the control room
+    failing a job whose pane died move the job with no terminal event to wait for.
+
+    A job recorded as ended gets ``grace_sec`` for its terminal event to arrive;
+    after that its status (and the registry's reason) is the outcome.
+    """
+
+    def __init__(
+        self,
+        registry: JobStore,
+        job_ids: Iterable[str],
+        *,
+        local_ids: Iterable[str],
+        timeout_sec: float,
+        idle_timeout_sec: float,
+        grace_sec: float = STATUS_GRACE_SEC,
+        check_interval: float = STATUS_CHECK_INTERVAL_SEC,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(
+            job_ids, timeout_sec=timeout_sec, idle_timeout_sec=idle_timeout_sec, clock=clock
+        )
+        self.registry = registry
+        self.local_ids = frozenset(local_ids) & self.job_ids
+        self.grace_sec = grace_sec
+        self.check_interval = check_interval
+        self._next_check = self.started_at
+        self._ended_since: dict[str, float] = {}
+
+    def check_deadlines(self) -> bool:
+        """Deadlines first, then (throttled) the registry's record of each open job."""
+        if super().check_deadlines():
+            return True
+        now = self.clock()
+        if now < self._next_check:
+            return False
+        self._next_check = now + self.check_interval
+        for job_id in sorted(self.local_ids - self.outcomes.keys()):
+            job = self.registry.get(job_id)
+            if job.status not in FINAL_STATUSES:
+                self._ended_since.pop(job_id, None)
+                continue
+            if now - self._ended_since.setdefault(job_id, now) < self.grace_sec:
+                continue
+            status = cast(OutcomeStatus, job.status)
+            self.outcomes[job_id] = Outcome(job_id, status, None, self.registry.why(job_id))
+        return self.done
 
 
 def bus_events(

@@ -1,8 +1,10 @@
 """`orchestrate subscribe`: follow jobs until each ends or times out (seed 000's job_subscriber).
 
 Each accepted event is one JSON line on stdout; logs and outcomes go to
-stderr. Exit 0 when every job completed, 1 if any ended in error, 2 on a
-timeout (the worst wins).
+stderr. Exit 0 when every job completed, 1 if any ended in error or was
+cancelled, 2 on a timeout (the worst wins). A local job that ends with no
+terminal event (cancelled, set by hand, failed by the control room) ends the
+wait too, from its status in the registry.
 
 Where the events come from: a job in the local registry is followed where
 its record says (its broker block overlaid by the MQTT_* env, topic
@@ -29,7 +31,7 @@ from registry.events import is_job_id
 from registry.jobs import Registry
 from registry.mqtt_source import FedEvent, JobEventFeed, WatchedJob
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
-from registry.waiter import JobWaiter
+from registry.waiter import JobWaiter, RegistryWatchingWaiter
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
 
@@ -85,15 +87,17 @@ def subscribe(
     timeout: float | None,
     idle_timeout: float | None,
 ) -> None:
-    """Follow jobs' events until each ends: exit 0 completed, 1 error, 2 timeout."""
+    """Follow jobs' events until each ends: exit 0 completed, 1 error or cancelled, 2 timeout."""
     settings: Settings = ctx.obj
     registry = settings.open_registry()
     ids = list(dict.fromkeys(job_ids))
     env_token_used: list[str] = []
     jobs = [watched_job(registry, job_id, env_token_used) for job_id in ids]
     local = [registry.get(job.job_id) for job in jobs if job.job_id not in env_token_used]
-    waiter = JobWaiter(
+    waiter = RegistryWatchingWaiter(
+        registry,
         ids,
+        local_ids=[job.job_id for job in local],
         timeout_sec=timeout or default_seconds(local, "timeout_sec", DEFAULT_TIMEOUT_SEC),
         idle_timeout_sec=idle_timeout
         or default_seconds(local, "idle_timeout_sec", DEFAULT_IDLE_TIMEOUT_SEC),

@@ -281,3 +281,44 @@ def test_two_subscribers_of_one_job_both_see_it_end(broker, cli, spawn) -> None:
     for subscriber in (first, second):
         assert subscriber.wait() == 0, subscriber.stderr
         assert events(subscriber.stdout) == expected
+
+
+def test_a_resumed_bus_job_is_not_ended_by_its_earlier_attempt(cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    """On the SQLite bus too: `resume && subscribe` waits for the new attempt, instead of
+    replaying the old attempt's error and exiting 1 at once."""
+    job_id = register(cli, None)
+    publish(cli, job_id, "started")
+    publish(cli, job_id, "error", "first try failed")
+    assert cli("job", "resume", "--job", job_id).returncode == 0
+    subscriber = spawn("subscribe", "--job", job_id, "--timeout", "30")
+    subscriber.wait_stderr("following")
+    publish(cli, job_id, "started")
+    publish(cli, job_id, "completed")
+    assert subscriber.wait() == 0, subscriber.stderr
+    assert events(subscriber.stdout) == [(3, "started"), (4, "completed")]
+
+
+def test_a_job_that_ends_without_a_terminal_event_ends_the_wait(broker, cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    """A cancel (before or while subscribing) or a status set by hand publishes no
+    terminal event: subscribe reads the registry and ends with that status and why,
+    not a timeout."""
+    before = register(cli, None)
+    assert cli("job", "cancel", "--job", before).returncode == 0
+    during = register(cli, broker)
+    by_hand = register(cli, None)
+    publish(cli, by_hand, "started")
+    subscriber = spawn(
+        "subscribe", "--job", before, "--job", during, "--job", by_hand, "--timeout", "60"
+    )
+    subscriber.wait_stderr("following")
+    assert cli("job", "cancel", "--job", during).returncode == 0
+    assert cli("job", "status", "--job", by_hand, "--set", "completed").returncode == 0
+    assert subscriber.wait() == 1, subscriber.stderr
+    ends = {
+        line.split()[2]: line.split(maxsplit=3)[3]
+        for line in subscriber.stderr
+        if line.startswith("orchestrate: job ")
+    }
+    assert ends[before].startswith("cancelled: cancelled ") and "by user" in ends[before]
+    assert ends[during].startswith("cancelled: cancelled ") and "by user" in ends[during]
+    assert ends[by_hand].startswith("completed: completed ") and "by hand" in ends[by_hand]
