@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
 from app.orchestration.agents import split_command
 from app.settings import Settings
@@ -23,7 +24,7 @@ def session() -> None:
 @click.argument("label")
 @click.option("--agent", default="demo", show_default=True, metavar="NAME", help="Agent kind.")
 @click.option("--agent-cmd", default="", metavar="CMD", help="Default command for its jobs.")
-@click.option("--workdir", metavar="DIR", help="Where the session's shells start.")
+@click.option("--workdir", metavar="DIR", type=WORKDIR, help="Where the session's shells start.")
 @click.pass_obj
 def create(settings: Settings, label: str, agent: str, agent_cmd: str, workdir: str | None) -> None:
     """Record a running session and create its tmux session."""

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from app.commands.job_options import job_spec_options, read_prompt
+from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
 from app.orchestration.agents import split_command
 from app.settings import Settings
@@ -26,7 +27,9 @@ from registry.waiter import Verdict
     help="Command that runs the agent (shell-like words; the prompt arrives on stdin, "
     "or where a word is {prompt_file}). Default: per agent kind.",
 )
-@click.option("--workdir", metavar="DIR", help="The agent's working directory (default: here).")
+@click.option(
+    "--workdir", metavar="DIR", type=WORKDIR, help="The agent's working directory (default: here)."
+)
 @click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
 @click.pass_obj
 def submit(

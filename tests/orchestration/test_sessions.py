@@ -164,3 +164,23 @@ def test_reconcile_judges_only_sessions_of_its_own_tmux_server(
         assert orch.sessions.get("alpha").state == "terminated"
     finally:
         other.driver.server.kill()
+
+
+def test_a_workdir_that_is_not_a_directory_is_refused_before_anything_starts(
+    orch: Orchestrator, cli, tmp_path: Path
+) -> None:
+    """An agent started in a missing directory ran wherever tmux put it (here), where a
+    coding agent would edit the wrong tree: refused in one line, nothing registered."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for bad in (tmp_path / "missing", a_file):
+        for command in (
+            ("session", "create", "w1", "--workdir", str(bad)),
+            ("submit", "--prompt", "x", "--agent", "custom", "--agent-session", "w2",
+             "--agent-cmd", "pwd", "--workdir", str(bad), "--no-wait"),
+        ):  # fmt: skip
+            refused = cli(*command)
+            assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+            assert "--workdir" in refused.stderr and str(bad) in refused.stderr
+    assert json.loads(cli("session", "list", "--json").stdout) == []
+    assert json.loads(cli("job", "list", "--json").stdout) == []
