@@ -60,7 +60,8 @@ class Orchestrator:
         """
         with self._lock:
             if self._driver is None:
-                self._driver = TmuxDriver(self.tmux_socket)
+                owner = str(self.settings.state_dir.resolve())
+                self._driver = TmuxDriver(self.tmux_socket, owner=owner)
             return self._driver
 
     @property
@@ -124,6 +125,7 @@ class Orchestrator:
         argv = agent_kinds.start_command(agent, agent_cmd or self._session_agent_cmd(agent_session))
         directory = Path(workdir or Path.cwd()).resolve()
         driver.server_running()  # TmuxServerUnreachable before anything is stored
+        driver.check_owner(agent_session)  # another project's session: refused first
         job = self.registry.register(
             prompt,
             agent,
@@ -306,6 +308,7 @@ class Orchestrator:
         name = session_name_for(label)
         if agent_cmd:
             agent_kinds.split_command(agent_cmd)
+        driver.check_owner(label)  # another project's session: refused before the record
         try:
             existing: Session | None = self.sessions.get(label)
         except SessionNotFound:
@@ -360,6 +363,7 @@ class Orchestrator:
         session = self.sessions.get(label)
         states.next_state(states.SESSION, session.state, transitions[mode], label)
         if mode != "soft":
+            self.driver.check_owner(label)  # before cancelling anything on its behalf
             for job in self.registry.list(status="running", agent_session=label):
                 with contextlib.suppress(IllegalTransition):
                     self.registry.cancel(job.job_id, f"session {label} stopped ({mode})")

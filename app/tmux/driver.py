@@ -16,13 +16,14 @@ from libtmux.session import Session
 from app.tmux.errors import (
     InvalidStopMode,
     SessionNotFound,
+    SessionOwnedElsewhere,
     TmuxCommandFailed,
     TmuxError,
 )
 from app.tmux.launch import write_launch
 from app.tmux.models import ControlRoom, PaneStatus, SessionInfo, StopResult
 from app.tmux.names import label_for, session_name_for
-from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, PaneControl
+from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, OWNER_OPTION, PaneControl
 
 StopMode = Literal["graceful", "soft", "hard"]
 STOP_MODES: tuple[str, ...] = ("graceful", "soft", "hard")
@@ -60,10 +61,35 @@ class TmuxDriver(PaneControl):
         """True if the tmux session for `label` exists."""
         return self._session(label) is not None
 
+    def check_owner(self, label: str) -> None:
+        """SessionOwnedElsewhere if `label`'s tmux session was made for another state
+        dir: two projects on one tmux server would otherwise share (and stop, and
+        kill) each other's agents under a common label such as `tmux:claude`."""
+        session = self._session(label)
+        if session is not None:
+            self._claim(session, label, adopt=False)
+
+    def _claim(self, session: Session, label: str, *, adopt: bool = True) -> None:
+        """Refuse a session another state dir owns; with `adopt`, mark an unmarked one
+        (made by an older release, or just now) as this driver's."""
+        if self.owner is None or label == CONTROL_ROOM_LABEL:  # the split only shows
+            return
+        shown = session.cmd("show-options", "-qv", OWNER_OPTION)
+        current = " ".join(getattr(shown, "stdout", []) or []).strip()
+        if current and current != self.owner:
+            raise SessionOwnedElsewhere(
+                f"tmux session {session_name_for(label)!r} on socket {self.socket_name!r} "
+                f"belongs to the registry in {current}: use another label, or give each "
+                "project its own ORCHESTRATE_TMUX_SOCKET"
+            )
+        if not current and adopt:
+            self._check(session.cmd("set-option", OWNER_OPTION, self.owner), "set-option")
+
     def ensure_session(self, label: str, start_directory: str | Path | None = None) -> str:
         """Create the tmux session for `label`, or reuse it; returns its session id."""
         existing = self._session(label)
         if existing is not None:
+            self._claim(existing, label)
             return str(existing.session_id)
         try:
             session = self.server.new_session(
@@ -77,9 +103,11 @@ class TmuxDriver(PaneControl):
             again = self._session(label)
             if again is None:
                 raise
+            self._claim(again, label)
             return str(again.session_id)
         except libtmux_exc.LibTmuxException as error:
             raise TmuxCommandFailed(f"cannot create tmux session for {label!r}: {error}") from error
+        self._claim(session, label)
         return str(session.session_id)
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -104,6 +132,7 @@ class TmuxDriver(PaneControl):
         session = self._session(label)
         if session is None:
             return False
+        self._claim(session, label, adopt=False)
         session.kill()
         return True
 
@@ -268,6 +297,7 @@ class TmuxDriver(PaneControl):
         session = self._session(label)
         if session is None:
             return StopResult(label=label, mode=mode, session_existed=False)
+        self._claim(session, label, adopt=False)
         if mode == "soft":
             return StopResult(label=label, mode=mode, session_existed=True)
         if mode == "hard":

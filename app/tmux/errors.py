@@ -25,6 +25,11 @@ class InvalidLabel(TmuxError):
     """An agent-session label that cannot name a tmux session (empty, control chars)."""
 
 
+class SessionOwnedElsewhere(TmuxError):
+    """The tmux session for a label belongs to another state dir's registry on the same
+    tmux server: using it would run, stop or kill that project's agents."""
+
+
 class SessionNotFound(TmuxError):
     """No tmux session exists for the given agent-session label."""
 

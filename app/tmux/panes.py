@@ -31,6 +31,8 @@ from app.tmux.names import default_socket_name
 
 # A pane option naming the job an agent pane runs, so panes can be found by job.
 JOB_OPTION = "@orchestrate_job"
+# A session-level user option: the state dir whose registry made the session.
+OWNER_OPTION = "@orchestrate_home"
 # A pane option naming the file the launch script writes the agent's exit status to:
 # tmux 3.3 sometimes leaves a fast-exiting child unreaped (pane_dead=1 but no
 # pane_dead_status) until another child exits, so the script records it too.
@@ -48,9 +50,12 @@ class PaneControl:
     panes whose ids are already known (the liveness sampler needs no more).
     """
 
-    def __init__(self, socket_name: str | None = None) -> None:
+    def __init__(self, socket_name: str | None = None, *, owner: str | None = None) -> None:
+        """``owner``: the state dir this driver acts for; sessions another state dir
+        made on the same tmux server are then refused (None: no such check)."""
         if shutil.which("tmux") is None:
             raise TmuxNotInstalled("tmux is not installed (no `tmux` on PATH)")
+        self.owner = owner
         self.socket_name = socket_name or default_socket_name()
         self.server = Server(socket_name=self.socket_name)
 

@@ -9,6 +9,8 @@ import pytest
 
 from app.orchestration import Orchestrator
 from app.settings import Settings
+from app.tmux.driver import TmuxDriver
+from app.tmux.errors import SessionOwnedElsewhere
 from app.tmux.names import session_name_for
 from registry.errors import IllegalTransition, NoPendingJob
 from registry.records import Job
@@ -184,3 +186,25 @@ def test_a_workdir_that_is_not_a_directory_is_refused_before_anything_starts(
             assert "--workdir" in refused.stderr and str(bad) in refused.stderr
     assert json.loads(cli("session", "list", "--json").stdout) == []
     assert json.loads(cli("job", "list", "--json").stdout) == []
+
+
+def test_another_projects_session_on_the_same_tmux_server_is_refused(
+    orch: Orchestrator, tmux_socket: str, tmp_path: Path
+) -> None:
+    """Two state dirs on one tmux server and one label: the second project is refused
+    (create, submit, stop) instead of taking over, stopping or killing the first's."""
+    orch.create_session("shared")
+    other = Orchestrator(Settings(state_dir=tmp_path / "other"), tmux_socket=tmux_socket)
+    with pytest.raises(SessionOwnedElsewhere, match="belongs to the registry in"):
+        other.create_session("shared")
+    with pytest.raises(SessionOwnedElsewhere):
+        other.submit("p", "custom", "shared", agent_cmd=["true"])
+    assert other.sessions.list() == [] and other.registry.list() == []
+    with pytest.raises(SessionOwnedElsewhere):
+        TmuxDriver(tmux_socket, owner=str(other.settings.state_dir.resolve())).stop(
+            "shared", "hard"
+        )
+    assert orch.driver.has_session("shared")
+    assert other.create_session("own").label == "own"  # its own labels are fine
+    orch.stop_session("shared", "hard")
+    assert not orch.driver.has_session("shared")
