@@ -225,11 +225,15 @@ class JobStore:
         raise InvalidJobInput("could not allocate a free job id (registry full?)")
 
     # -- status changes -----------------------------------------------------------
-    def set_status(self, job_id: str, status: str, reason: str = "") -> Job:
+    def set_status(
+        self, job_id: str, status: str, reason: str = "", *, transition: str | None = None
+    ) -> Job:
         """Move a job to ``status`` by hand (`job status --set`), through the machine.
 
         Marking a pending job completed or error (seed 001's quick reference
         does) passes through running, so the history shows both legal steps.
+        ``transition`` names the move in the history (`job status` records
+        "by_hand", so a requeue by hand does not read as a lease expiry).
         """
         states.JOB.require_state(status)
         why = reason or f"set to {status} by hand"
@@ -238,7 +242,7 @@ class JobStore:
             if job.status == "pending" and status in ("completed", "error"):
                 self._move(conn, job, "running", why, transition="start")
                 job = self._require(conn, job_id)
-            self._move(conn, job, status, why)
+            self._move(conn, job, status, why, transition=transition)
             return self._require(conn, job_id)
 
     def cancel(self, job_id: str, reason: str = "cancelled by user") -> Job:

@@ -116,6 +116,11 @@ def _move(
     return Transition(name, frozenset(sources.split()), target, phrase, tally, recorded_only)
 
 
+# The recorded name of a move a person made (`job status --set`): no transition of
+# the machine has it, so explain never takes it for one (a requeue by hand is not a
+# lease expiry) and says it with its reason alone.
+BY_HAND: Final = "by_hand"
+
 JOB: Final = StateMachine(
     name="job",
     states=("pending", "running", "completed", "error", "cancelled"),

@@ -16,6 +16,7 @@ from app.commands.job_options import job_spec_options, read_prompt
 from app.settings import Settings
 from registry.errors import InvalidJobInput
 from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
+from registry.states import BY_HAND
 
 
 def emit_json(value: Any, *, indent: int | None = None) -> None:
@@ -188,7 +189,7 @@ def status(settings: Settings, job_id: str, new_status: str, reason: str) -> Non
     """Move a job to STATUS through the job state machine."""
     registry = settings.open_registry()
     before = registry.get(job_id).status
-    after = registry.set_status(job_id, new_status, reason)
+    after = registry.set_status(job_id, new_status, reason, transition=BY_HAND)
     click.echo(f"{job_id}: {before} -> {after.status}")
 
 

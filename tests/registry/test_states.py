@@ -4,11 +4,14 @@ explain() says why a record is where it is."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from registry.errors import IllegalTransition, RegistryError, UnknownStatus
+from registry.jobs import Registry
 from registry.states import (
+    BY_HAND,
     JOB,
     MACHINES,
     SESSION,
@@ -208,3 +211,12 @@ def test_explain_worker_and_session() -> None:
 
 def test_explain_empty_history() -> None:
     assert explain(SESSION, []) == "no recorded session state changes"
+
+
+def test_a_requeue_by_hand_is_not_called_a_lease_expiry(tmp_path: Path) -> None:
+    registry = Registry.open(tmp_path / "state")
+    job = registry.register("p", "a", "tmux:w")
+    registry.pick("tmux:w")
+    registry.set_status(job.job_id, "pending", transition=BY_HAND)
+    why = registry.why(job.job_id)
+    assert why.startswith("pending since ") and why.endswith("(set to pending by hand)")
