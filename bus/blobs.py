@@ -19,6 +19,11 @@ class BlobMissing(Exception):
     """A payload_ref whose file is gone (an operator cleaned blobs/ by hand)."""
 
 
+class BlobCorrupt(BlobMissing):
+    """A payload_ref whose file no longer holds the bytes its name hashes: edited or
+    damaged, so its payload would be someone else's data."""
+
+
 class BlobStore:
     """``blobs/sha256-<hex>`` files written atomically (temp + fsync + rename).
 
@@ -59,10 +64,14 @@ class BlobStore:
         return ref
 
     def load(self, ref: str) -> bytes:
+        """The blob's bytes, checked against the hash in its name."""
         try:
-            return self.path_for(ref).read_bytes()
+            data = self.path_for(ref).read_bytes()
         except FileNotFoundError as exc:
             raise BlobMissing(ref) from exc
+        if "sha256-" + hashlib.sha256(data).hexdigest() != ref:
+            raise BlobCorrupt(ref)
+        return data
 
 
 def encode_payload(payload: Any) -> str:

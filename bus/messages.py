@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bus.blobs import INLINE_LIMIT, BlobMissing, BlobStore, encode_payload
+from bus.blobs import INLINE_LIMIT, BlobCorrupt, BlobMissing, BlobStore, encode_payload
 from bus.db import BusDB, now_ms, transaction, translate
 from bus.errors import BusError, InvalidPayload, UnknownAgent
 
@@ -150,6 +150,8 @@ def row_to_message(row: sqlite3.Row | tuple[Any, ...], blobs: BlobStore) -> Mess
             payload = json.loads(blobs.load(ref))
         elif text is not None:
             payload = _decode(text)
+    except BlobCorrupt:
+        error = "blob_corrupt"
     except BlobMissing:
         error = "blob_missing"
     except (ValueError, UnicodeDecodeError):

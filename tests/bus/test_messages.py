@@ -73,6 +73,16 @@ def test_missing_blob_and_corrupt_payload_give_payload_error(bus: Bus) -> None:
     assert errors == ["blob_missing", "decode_failed"]
 
 
+def test_an_edited_blob_is_corrupt_not_someone_elses_payload(bus: Bus) -> None:
+    """A blob file that no longer hashes to its name (edited, damaged) is reported,
+    even when what it now holds is valid JSON."""
+    send(bus, payload={"text": "z" * (INLINE_LIMIT + 1)})
+    ref = bus.db.conn.execute("SELECT payload_ref FROM messages").fetchone()[0]
+    bus.blobs.path_for(ref).write_text('{"text": "not what was sent"}')
+    (message,) = bus.poll("r")
+    assert (message.payload, message.payload_error) == (None, "blob_corrupt")
+
+
 def test_follow_starts_at_now_and_wakes_on_a_commit_from_another_connection(bus: Bus) -> None:
     send(bus, payload="old")
     got: list[object] = []
