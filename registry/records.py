@@ -15,6 +15,10 @@ from registry.errors import InvalidJobInput
 RECORD_SCHEMA_VERSION: Final = 1
 DEFAULT_TIMEOUT_SEC: Final = 3600
 DEFAULT_IDLE_TIMEOUT_SEC: Final = 120
+MAX_TIMEOUT_SEC: Final = 30 * 24 * 3600
+"""Longest timeout or idle timeout a job may have (30 days). Leases are stored as
+epoch milliseconds in SQLite's 64-bit INTEGER; anything near that limit would
+overflow at `pick`, and no agent run is meant to outlive a month unwatched."""
 MAX_PROMPT_BYTES: Final = 1024 * 1024
 MAX_LABEL_CHARS: Final = 200
 MAX_ARTIFACTS: Final = 1000
@@ -209,9 +213,11 @@ def check_label(name: str, value: object) -> str:
 
 
 def check_seconds(name: str, value: object) -> int:
-    """A positive whole number of seconds."""
+    """A positive whole number of seconds, at most ``MAX_TIMEOUT_SEC``."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidJobInput(f"{name} must be a positive number of seconds, got {value!r}")
+    if value > MAX_TIMEOUT_SEC:
+        raise InvalidJobInput(f"{name} must be at most {MAX_TIMEOUT_SEC} seconds (30 days)")
     return value
 
 

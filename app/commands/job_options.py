@@ -8,9 +8,34 @@ from typing import IO, Any, TypeVar
 import click
 
 from registry.errors import InvalidJobInput
-from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC
+from registry.records import (
+    DEFAULT_IDLE_TIMEOUT_SEC,
+    DEFAULT_TIMEOUT_SEC,
+    MAX_TIMEOUT_SEC,
+    check_seconds,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _checked_seconds(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """The registry's own timeout check, run while the command line is parsed, so
+    `submit` refuses a bad timeout before it looks for tmux; its InvalidJobInput
+    is exit 1, as the same refusal from `job register` always was."""
+    return check_seconds(param.opts[0], value)
+
+
+def _seconds_option(name: str, default: int, what: str) -> Callable[[F], F]:
+    return click.option(
+        name,
+        default=default,
+        show_default=True,
+        type=int,
+        callback=_checked_seconds,
+        metavar="SECONDS",
+        help=f"{what} (1-{MAX_TIMEOUT_SEC}, i.e. up to 30 days).",
+    )
+
 
 _OPTIONS = (
     click.option("--prompt", metavar="TEXT", help="What the agent should do."),
@@ -25,8 +50,8 @@ _OPTIONS = (
     click.option(
         "--agent-session", required=True, metavar="LABEL", help="Session label, e.g. tmux:claude."
     ),
-    click.option("--timeout", default=DEFAULT_TIMEOUT_SEC, show_default=True, type=int),
-    click.option("--idle-timeout", default=DEFAULT_IDLE_TIMEOUT_SEC, show_default=True, type=int),
+    _seconds_option("--timeout", DEFAULT_TIMEOUT_SEC, "Seconds the job may run"),
+    _seconds_option("--idle-timeout", DEFAULT_IDLE_TIMEOUT_SEC, "Seconds without an event"),
     click.option("--artifact", "artifacts", multiple=True, metavar="FILE", help="Expected output."),
     click.option("--no-sign", is_flag=True, help="No auth_token: accept unsigned events (PoC)."),
 )

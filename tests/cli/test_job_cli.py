@@ -167,6 +167,31 @@ def test_bad_inputs_are_one_line_and_store_nothing(cli: Cli, state_dir: Path) ->
     assert dump(state_dir) == after
 
 
+@pytest.mark.parametrize(
+    ("flags", "text"),
+    [
+        (("--timeout", str(2**63 - 1)), "--timeout must be at most 2592000 seconds (30 days)"),
+        (("--timeout", "9" * 23), "--timeout must be at most 2592000 seconds"),
+        (("--idle-timeout", "9" * 23), "--idle-timeout must be at most 2592000 seconds"),
+    ],
+)
+def test_a_timeout_past_30_days_is_refused(
+    cli: Cli, state_dir: Path, flags: tuple[str, ...], text: str
+) -> None:
+    """A timeout too large for a lease in SQLite used to register (then crash every
+    `job pick` of its session) or crash `job register` itself with OverflowError."""
+    job_id = register(cli)
+    before = dump(state_dir)
+    one_line_error(
+        cli("job", "register", "--prompt", "p", "--agent", "a", "--agent-session",
+            "tmux:claude", *flags),
+        1, text,
+    )  # fmt: skip
+    assert dump(state_dir) == before
+    picked = cli("job", "pick", "--agent-session", "tmux:claude")
+    assert (picked.returncode, picked.stdout.strip()) == (0, job_id)
+
+
 def test_publish_stays_light(state_dir: Path, cli: Cli) -> None:
     """An agent's `orchestrate publish` never imports the TUI, tmux, Spark or MQTT stacks."""
     job_id = register(cli)

@@ -59,6 +59,19 @@ def test_idle_agent_times_out_with_exit_2(cli, state_dir: Path, tmux_socket: str
     assert Registry.open(state_dir).get(result.stdout.strip()).status == "running"
 
 
+def test_a_timeout_past_30_days_is_refused_before_anything_starts(
+    cli, state_dir: Path, tmux_socket: str
+) -> None:
+    """`submit --timeout` too large for a lease: one line, exit 1, no job, no pane."""
+    result = cli(
+        "submit", "--prompt", "think", "--agent", "custom", "--agent-session", "alpha",
+        "--agent-cmd", "sleep 30", "--timeout", str(2**63 - 1),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == "orchestrate: --timeout must be at most 2592000 seconds (30 days)\n"
+    assert Registry.open(state_dir).list() == []
+
+
 def test_shell_metacharacters_in_the_prompt_run_nothing(
     cli, state_dir: Path, tmux_socket: str, workdir: Path
 ) -> None:

@@ -106,6 +106,8 @@ def test_register_options_and_no_sign(registry: Registry) -> None:
         ({"agent_session": "two words"}, "agent_session"),
         ({"timeout_sec": 0}, "timeout"),
         ({"idle_timeout_sec": -1}, "idle timeout"),
+        ({"timeout_sec": 2**63 - 1}, "timeout must be at most 2592000 seconds"),
+        ({"idle_timeout_sec": 10**23}, "idle timeout must be at most"),
         ({"expected_artifacts": [""]}, "artifact"),
         ({"broker": {"host": "h", "port": 70000}}, "port"),
     ],
