@@ -70,7 +70,13 @@ def read_prompt(prompt: str | None, prompt_file: IO[str] | None) -> str:
     if prompt_file is not None:
         if prompt is not None:
             raise InvalidJobInput("give --prompt or --prompt-file, not both")
-        return prompt_file.read()
+        try:
+            return prompt_file.read()
+        except UnicodeDecodeError as exc:  # a prompt is typed into a pane: text only
+            raise InvalidJobInput(
+                f"--prompt-file {prompt_file.name} is not UTF-8 text "
+                f"(bad byte at offset {exc.start})"
+            ) from None
     if prompt is None:
         raise InvalidJobInput("--prompt or --prompt-file is required")
     return prompt

@@ -192,6 +192,27 @@ def test_a_timeout_past_30_days_is_refused(
     assert (picked.returncode, picked.stdout.strip()) == (0, job_id)
 
 
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_prompt_file_that_is_not_utf8_is_refused(
+    cli: Cli, state_dir: Path, tmp_path: Path, source: str
+) -> None:
+    """Bytes that are not UTF-8 in --prompt-file are one line, not a UnicodeDecodeError."""
+    register(cli)
+    before = dump(state_dir)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe fix the tests")
+    where = str(bad) if source == "file" else "-"
+    with bad.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "app", "job", "register", "--prompt-file", where,
+             "--agent", "a", "--agent-session", "s"],
+            stdin=stdin, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    shown = str(bad) if source == "file" else "<stdin>"
+    one_line_error(result, 1, f"--prompt-file {shown} is not UTF-8 text (bad byte at offset 0)")
+    assert dump(state_dir) == before
+
+
 def test_publish_stays_light(state_dir: Path, cli: Cli) -> None:
     """An agent's `orchestrate publish` never imports the TUI, tmux, Spark or MQTT stacks."""
     job_id = register(cli)
