@@ -16,6 +16,7 @@ import copy
 import json
 import math
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -162,19 +163,37 @@ def parse_event(raw: bytes | str) -> Event:
             raise InvalidEvent(f"event is {size} bytes, over the {MAX_EVENT_BYTES}-byte limit")
     else:
         raise InvalidEvent(f"event must be bytes or str, not {type(raw).__name__}")
-    try:
-        obj = json.loads(
-            text,
-            parse_constant=_refuse_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
-    except RecursionError:
-        raise InvalidEvent("event JSON is nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, huge ints, our hooks
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise InvalidEvent(f"event is not valid JSON: {_one_line(reason)}") from None
+    obj = decode_json(
+        text,
+        "event",
+        parse_constant=_refuse_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=_unique_keys,
+    )
     return event_from_dict(obj)
+
+
+def decode_json(text: str, source: str, **hooks: Any) -> Any:
+    """Parse JSON text that came from outside (the wire, a command line, a file).
+
+    ``json.loads`` fails in more ways than ``JSONDecodeError``: an integer of
+    more digits than CPython converts is a plain ValueError, deep nesting a
+    RecursionError. Each becomes one InvalidEvent line naming ``source``, so
+    no caller shows a traceback for bad input. ``hooks`` go to ``json.loads``;
+    a ValueError they raise is reported the same way.
+    """
+    try:
+        return json.loads(text, **hooks)
+    except RecursionError:
+        raise InvalidEvent(f"{source} is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, huge ints, the hooks
+        if isinstance(exc, json.JSONDecodeError):
+            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        elif "integer string conversion" in str(exc):  # CPython's text points at sys.*
+            reason = f"a number has more than {sys.get_int_max_str_digits()} digits"
+        else:
+            reason = str(exc)
+        raise InvalidEvent(f"{source} is not valid JSON: {_one_line(reason, 100)}") from None
 
 
 def event_from_dict(obj: object) -> Event:

@@ -13,6 +13,8 @@ import click
 from app.settings import Settings
 from bus.errors import InvalidPayload
 from bus.messages import Bus, Outgoing
+from registry.errors import InvalidEvent
+from registry.events import decode_json
 
 
 def default_agent() -> str:
@@ -35,9 +37,9 @@ def parse_payload(text: str | None) -> Any:
         except UnicodeDecodeError as exc:
             raise InvalidPayload(f"{source} is not UTF-8 text") from exc
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidPayload(f"{source} is not valid JSON: {exc}") from exc
+        return decode_json(text, source)
+    except InvalidEvent as exc:  # the event parser's JSON reader; here it reads a payload
+        raise InvalidPayload(str(exc)) from None
 
 
 def emit(record: dict[str, Any]) -> None:

@@ -16,7 +16,6 @@ Two ways, chosen by where the registry is:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ import click
 
 from app.settings import Settings
 from registry.errors import InvalidEvent
-from registry.events import Event, build_event
+from registry.events import Event, build_event, decode_json
 
 if TYPE_CHECKING:
     from bus.mqtt_config import BrokerConfig
@@ -48,12 +47,7 @@ def parse_data(text: str | None) -> dict[str, object]:
             text = Path(text[1:]).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidEvent(f"cannot read {source}: {exc}") from exc
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidEvent(f"{source} is not valid JSON: {exc.msg} at char {exc.pos}") from None
-    except RecursionError:
-        raise InvalidEvent(f"{source} is nested too deeply") from None
+    value = decode_json(text, source)
     if not isinstance(value, dict):
         raise InvalidEvent(f"{source} must be a JSON object")
     return value

@@ -111,6 +111,32 @@ def test_bad_input_is_one_line_nonzero_and_changes_nothing(
     assert digest(state_dir) == before
 
 
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"a": ' + "9" * 5000 + "}", "is not valid JSON: a number has more than 4300 digits"),
+        ("[" * 100_000, "is nested too deeply"),
+    ],
+    ids=["huge-int", "deep"],
+)
+@pytest.mark.parametrize("from_file", [False, True])
+def test_json_that_python_cannot_read_is_one_line(  # type: ignore[no-untyped-def]
+    cli, state_dir: Path, tmp_path: Path, content: str, expected: str, from_file: bool
+) -> None:
+    """An integer past CPython's digit limit (a ValueError, not a JSONDecodeError) and
+    deep nesting (a RecursionError) are refused like any other bad JSON."""
+    cli("msg", "send", "seed", '{"keep": true}')
+    before = digest(state_dir)
+    payload = tmp_path / "payload.json"
+    payload.write_text(content)
+    result = cli("msg", "send", "t", f"@{payload}" if from_file else content)
+    assert result.returncode == 1, result.stderr
+    source = f"payload file {payload}" if from_file else "payload"
+    assert result.stderr == f"orchestrate: {source} {expected}\n"
+    assert result.stdout == ""
+    assert digest(state_dir) == before
+
+
 def test_a_database_that_is_not_sqlite(cli, state_dir: Path) -> None:  # type: ignore[no-untyped-def]
     state_dir.mkdir(parents=True)
     (state_dir / "state.db").write_text("hello, not a database")

@@ -117,9 +117,14 @@ def test_cancel_resume_and_unsigned_jobs(cli: Cli) -> None:
     assert job_id in status.stdout
 
 
-def test_bad_inputs_are_one_line_and_store_nothing(cli: Cli, state_dir: Path) -> None:
+def test_bad_inputs_are_one_line_and_store_nothing(
+    cli: Cli, state_dir: Path, tmp_path: Path
+) -> None:
     """Each refusal: one line on stderr, the right exit code, the database unchanged."""
     job_id = register(cli)
+    huge_number = '{"a": ' + "9" * 5000 + "}"  # past CPython's 4300-digit int conversion
+    (tmp_path / "huge.json").write_text(huge_number)
+    (tmp_path / "deep.json").write_text("[" * 100_000)
     assert cli("publish", "--job", job_id, "--event", "started").returncode == 0
     token = json.loads(cli("job", "get", "--job", job_id, "--show-token").stdout)["auth_token"]
     before = dump(state_dir)
@@ -137,6 +142,12 @@ def test_bad_inputs_are_one_line_and_store_nothing(cli: Cli, state_dir: Path) ->
          "--data is not valid JSON"),
         (("publish", "--job", job_id, "--event", "progress", "--data", "[1]"), {}, 1,
          "must be a JSON object"),
+        (("publish", "--job", job_id, "--event", "progress", "--data", huge_number), {}, 1,
+         "--data is not valid JSON: a number has more than 4300 digits"),
+        (("publish", "--job", job_id, "--event", "progress", "--data",
+          f"@{tmp_path / 'huge.json'}"), {}, 1, "huge.json is not valid JSON: a number has more"),
+        (("publish", "--job", job_id, "--event", "progress", "--data",
+          f"@{tmp_path / 'deep.json'}"), {}, 1, "deep.json is nested too deeply"),
         (("publish", "--job", job_id, "--event", "progress", "--data",
           json.dumps({"blob": "x" * 40_000})), {}, 1, "limit"),
         (("publish", "--job", job_id, "--event", "finished"), {}, 1, "unknown event"),

@@ -20,6 +20,7 @@ from registry.events import (
     TERMINAL_EVENTS,
     Event,
     build_event,
+    decode_json,
     event_from_dict,
     is_terminal,
     parse_event,
@@ -392,3 +393,20 @@ def test_pure_modules_import_only_stdlib() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{bad", "note is not valid JSON: Expecting property name"),
+        ("[" + "9" * 5000 + "]", "note is not valid JSON: a number has more than 4300 digits"),
+        ("[" * 100_000, "note is nested too deeply"),
+    ],
+    ids=["syntax", "huge-int", "deep"],
+)
+def test_decode_json_turns_every_failure_into_one_line(text: str, message: str) -> None:
+    """Not only JSONDecodeError: huge integers (a ValueError) and deep nesting (a
+    RecursionError) too; `publish --data` and `msg send` read their JSON with it."""
+    with pytest.raises(InvalidEvent) as caught:
+        decode_json(text, "note")
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
