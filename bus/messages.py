@@ -19,6 +19,8 @@ from bus.db import BusDB, now_ms, transaction, translate
 from bus.errors import BusError, InvalidPayload, UnknownAgent
 
 BROADCAST = None  # to_agent NULL: every reader sees it
+MAX_SEQ = 2**63 - 1
+"""The largest seq there can be: seqs are SQLite INTEGER rowids (signed 64-bit)."""
 _decode = json.JSONDecoder().decode  # skips json.loads' per-call type dispatch
 
 

@@ -12,7 +12,7 @@ import click
 
 from app.settings import Settings
 from bus.errors import InvalidPayload
-from bus.messages import Bus, Outgoing
+from bus.messages import MAX_SEQ, Bus, Outgoing
 from registry.errors import InvalidEvent
 from registry.events import decode_json
 
@@ -123,7 +123,9 @@ def ack(settings: Settings, seq: int, agent: str | None) -> None:
 
 @msg.command()
 @click.option("--task", metavar="ID", help="Only messages about this task/job.")
-@click.option("--since", type=click.IntRange(min=0), help="Start after this seq (default: now).")
+@click.option(
+    "--since", type=click.IntRange(0, MAX_SEQ), help="Start after this seq (default: now)."
+)
 @click.option("--count", type=click.IntRange(min=1), help="Exit after this many messages.")
 @click.pass_obj
 def follow(settings: Settings, task: str | None, since: int | None, count: int | None) -> None:

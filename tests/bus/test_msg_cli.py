@@ -78,6 +78,15 @@ def test_follow_prints_new_messages_as_json_lines(cli, state_dir: Path) -> None:
     assert [m["payload"] for m in lines(out)] == [3]
 
 
+@pytest.mark.parametrize("since", ["-1", str(2**63), "99999999999999999999"])
+def test_follow_since_a_seq_no_bus_can_hold_is_a_usage_error(cli, since: str) -> None:  # type: ignore[no-untyped-def]
+    """Seqs are SQLite's signed 64-bit rowids; past them was an OverflowError traceback."""
+    result = cli("msg", "follow", "--since", since, "--count", "1", timeout=20)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "--since" in result.stderr
+    assert "0<=x<=9223372036854775807" in result.stderr and result.stdout == ""
+
+
 def test_export_writes_jsonl(cli, state_dir: Path) -> None:  # type: ignore[no-untyped-def]
     cli("msg", "send", "a", '{"x": 1}')
     assert cli("export").returncode == 0
