@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -178,13 +179,16 @@ class AuditLog:
         return _read_json(self._existing_dir(job_id) / STATUS_FILE)
 
     def iter_events(self, job_id: str, tail: int | None = None) -> Iterator[AuditEntry]:
-        """The job's entries oldest first (only the last ``tail`` if given).
+        """The job's entries oldest first (only the last ``tail`` if given; a ``tail``
+        past any log's length is the whole log, as with ``tail -n``).
         JobNotFound if the job has no log; unreadable lines are skipped with a warning."""
         if tail is not None and tail < 0:
             raise ValueError("tail must be >= 0")
         path = self._existing_dir(job_id) / EVENTS_FILE
         entries = _read_lines(path)
-        return iter(deque(entries, maxlen=tail)) if tail is not None else entries
+        if tail is None:
+            return entries
+        return iter(deque(entries, maxlen=min(tail, sys.maxsize)))  # deque needs a C ssize_t
 
     def list_jobs(self) -> list[LoggedJob]:
         """Every job with a log, oldest registration first."""

@@ -98,6 +98,8 @@ def test_publish_moves_a_job_through_its_lifecycle(cli: Cli) -> None:
     ]
     assert [e["kind"] for e in tail] == ["published", "status_changed"]
     assert tail[0]["event"]["event"] == "completed"
+    everything = cli("job", "logs", job_id, "--tail", "99999999999999999999")
+    assert (everything.returncode, everything.stdout) == (0, logs.stdout)
     listing = cli("job", "logs", "--list")
     assert job_id in listing.stdout and "completed" in listing.stdout
     why = cli("job", "why", "--job", job_id)

@@ -91,6 +91,8 @@ def test_lifecycle_is_recorded_and_read_back(tmp_path: Path) -> None:
     assert log.read_meta(JOB_ID)["prompt"] == "write sort_problems.md"
     assert [e["kind"] for e in log.iter_events(JOB_ID, tail=2)] == ["received", "status_changed"]
     assert list(log.iter_events(JOB_ID, tail=0)) == []
+    # more than any log holds (even past a C ssize_t) is the whole log, as `tail -n` does
+    assert list(log.iter_events(JOB_ID, tail=10**20)) == entries
 
 
 def test_secrets_never_reach_disk(tmp_path: Path) -> None:
