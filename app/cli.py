@@ -9,13 +9,12 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
-import os
 import sys
 from typing import Any
 
 import click
 
-from app.settings import Settings, find_state_dir
+from app.settings import Settings, SettingsError, busy_timeout_from_env, find_state_dir
 
 # command name -> "module:attribute"; each module is imported only when used.
 LAZY_COMMANDS: dict[str, str] = {
@@ -80,7 +79,7 @@ def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
     )
     ctx.obj = Settings(
         state_dir=find_state_dir(state_dir),
-        busy_timeout_ms=int(os.environ.get("ORCHESTRATE_BUSY_TIMEOUT_MS", "5000")),
+        busy_timeout_ms=busy_timeout_from_env(),
     )
 
 
@@ -90,7 +89,7 @@ def domain_errors() -> tuple[type[Exception], ...]:
     from bus.errors import BusError
     from registry.errors import RegistryError
 
-    return (BusError, RegistryError, TmuxError)
+    return (BusError, RegistryError, TmuxError, SettingsError)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,38 @@ if TYPE_CHECKING:
     from registry.jobs import Registry
 
 STATE_DIR_NAME = ".orchestrate"
+BUSY_TIMEOUT_ENV = "ORCHESTRATE_BUSY_TIMEOUT_MS"
+
+
+class SettingsError(Exception):
+    """An environment setting orchestrate cannot use; the CLI prints it as one line, exit 1."""
+
+    exit_code = 1
+
+
+def busy_timeout_from_env(env: Mapping[str, str] | None = None) -> int:
+    """How long a command waits for another process's lock on the state database:
+    ORCHESTRATE_BUSY_TIMEOUT_MS (whole milliseconds, 0 to an hour), else the bus's default.
+
+    Read once per command, before anything opens the database, so a typo is one
+    line (SettingsError) rather than a traceback from somewhere deep in a command.
+    """
+    from bus.db import BUSY_TIMEOUT_MS, MAX_BUSY_TIMEOUT_MS
+
+    env = os.environ if env is None else env
+    text = env.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not text:
+        return BUSY_TIMEOUT_MS
+    try:
+        milliseconds = int(text)
+    except ValueError:
+        milliseconds = -1
+    if not 0 <= milliseconds <= MAX_BUSY_TIMEOUT_MS:
+        raise SettingsError(
+            f"{BUSY_TIMEOUT_ENV} must be a whole number of milliseconds from 0 to "
+            f"{MAX_BUSY_TIMEOUT_MS} (an hour), got {text[:24]!r}"
+        )
+    return milliseconds
 
 
 def find_state_dir(

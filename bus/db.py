@@ -25,6 +25,8 @@ from bus.errors import (
 from bus.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 5000
+MAX_BUSY_TIMEOUT_MS = 3_600_000
+"""Longest wait for another process's lock a caller may ask for (an hour)."""
 APPLICATION_ID = 0x6F726368  # "orch": marks the file as ours.
 
 
@@ -44,17 +46,22 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def translate(exc: sqlite3.Error, db_path: Path | str) -> BusError:
-    """Turn an sqlite3 error into the bus error a caller can act on."""
+def translate(
+    exc: sqlite3.Error, db_path: Path | str, *, busy_timeout_ms: int | None = None
+) -> BusError:
+    """Turn an sqlite3 error into the bus error a caller can act on.
+
+    ``busy_timeout_ms`` is the wait the connection was given, named in a
+    DatabaseLocked message when known (it is a setting: never assume the default).
+    """
     text = str(exc)
     if isinstance(exc, sqlite3.DatabaseError) and (
         "file is not a database" in text or "malformed" in text
     ):
         return NotABusDatabase(f"{db_path} is not an orchestrate database ({text})")
     if "database is locked" in text or "database is busy" in text:
-        return DatabaseLocked(
-            f"{db_path} is locked by another process (waited {BUSY_TIMEOUT_MS} ms); retry later"
-        )
+        waited = "" if busy_timeout_ms is None else f" (waited {busy_timeout_ms} ms)"
+        return DatabaseLocked(f"{db_path} is locked by another process{waited}; retry later")
     if "readonly" in text or "read-only" in text or "unable to open" in text:
         return ReadOnlyDatabase(f"{db_path} is not writable ({text})")
     return BusError(f"{db_path}: {text}")
@@ -79,7 +86,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3
             check_same_thread=True,
         )
     except sqlite3.Error as exc:
-        raise translate(exc, db_path) from exc
+        raise translate(exc, db_path, busy_timeout_ms=busy_timeout_ms) from exc
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -91,7 +98,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3
         migrate(conn, db_path)
     except sqlite3.Error as exc:
         conn.close()
-        raise translate(exc, db_path) from exc
+        raise translate(exc, db_path, busy_timeout_ms=busy_timeout_ms) from exc
     except Exception:
         conn.close()
         raise
@@ -198,7 +205,7 @@ def transaction(
     try:
         conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     except sqlite3.Error as exc:
-        raise translate(exc, _db_name(conn)) from exc
+        raise _translate_on(conn, exc) from exc
     try:
         yield conn
     except BaseException:
@@ -210,12 +217,18 @@ def transaction(
     except sqlite3.Error as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        raise translate(exc, _db_name(conn)) from exc
+        raise _translate_on(conn, exc) from exc
 
 
 def _db_name(conn: sqlite3.Connection) -> str:
     row = conn.execute("PRAGMA database_list").fetchone()
     return str(row[2]) if row else "database"
+
+
+def _translate_on(conn: sqlite3.Connection, exc: sqlite3.Error) -> BusError:
+    """``translate`` for an error on ``conn``, with the busy timeout it really has."""
+    busy_timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    return translate(exc, _db_name(conn), busy_timeout_ms=busy_timeout_ms)
 
 
 class BusDB:

@@ -63,8 +63,8 @@ def test_a_locked_database_beyond_busy_timeout_is_a_clear_error(tmp_path: Path) 
     holder = connect(tmp_path / "state.db")
     holder.execute("BEGIN IMMEDIATE")
     bus = Bus(BusDB(tmp_path, busy_timeout_ms=100))
-    with pytest.raises(DatabaseLocked, match="locked by another process"):
-        bus.publish(Outgoing(type="t", from_agent="a"))
+    with pytest.raises(DatabaseLocked, match=r"locked by another process \(waited 100 ms\)"):
+        bus.publish(Outgoing(type="t", from_agent="a"))  # the wait it had, not the default
     holder.execute("ROLLBACK")
     bus.publish(Outgoing(type="t", from_agent="a"))  # and works once released
 

@@ -171,6 +171,7 @@ def test_a_locked_database_beyond_busy_timeout(cli, state_dir: Path) -> None:  #
     finally:
         holder.execute("ROLLBACK")
     assert result.returncode == 1 and "locked by another process" in result.stderr
+    assert "(waited 200 ms)" in result.stderr  # the wait in effect, not the 5000 ms default
     assert result.stderr.count("\n") == 1
 
 

@@ -226,6 +226,23 @@ def test_a_prompt_file_that_is_not_utf8_is_refused(
     assert dump(state_dir) == before
 
 
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "99999999999999999999"])
+def test_a_busy_timeout_setting_that_is_not_milliseconds_is_one_line(
+    cli: Cli, state_dir: Path, value: str
+) -> None:
+    """ORCHESTRATE_BUSY_TIMEOUT_MS=abc was a ValueError traceback from every command."""
+    register(cli)
+    before = dump(state_dir)
+    result = cli("job", "list", env={"ORCHESTRATE_BUSY_TIMEOUT_MS": value})
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        "orchestrate: ORCHESTRATE_BUSY_TIMEOUT_MS must be a whole number of milliseconds "
+        f"from 0 to 3600000 (an hour), got {value!r}\n"
+    )
+    assert dump(state_dir) == before
+    assert cli("job", "list", env={"ORCHESTRATE_BUSY_TIMEOUT_MS": " 250 "}).returncode == 0
+
+
 def test_publish_stays_light(state_dir: Path, cli: Cli) -> None:
     """An agent's `orchestrate publish` never imports the TUI, tmux, Spark or MQTT stacks."""
     job_id = register(cli)
