@@ -113,7 +113,15 @@ def recorded_version(conn: sqlite3.Connection, key: str = "schema_version") -> i
     if not has_meta:
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return int(row[0]) if row else 0
+    if row is None:
+        return 0
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):  # written by something else, or damaged: never migrate it
+        raise NotABusDatabase(
+            f"{_db_name(conn)} is not an orchestrate database "
+            f"(meta {key} is {str(row[0])[:24]!r}, not a number)"
+        ) from None
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

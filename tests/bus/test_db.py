@@ -59,6 +59,17 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     assert raw.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "99"
 
 
+def test_a_schema_version_that_is_not_a_number_is_not_ours(tmp_path: Path) -> None:
+    """A meta row no orchestrate wrote (or a damaged one) is refused as such, untouched,
+    not a ValueError from int()."""
+    path = tmp_path / "state.db"
+    connect(path).execute("UPDATE meta SET value = 'abc' WHERE key = 'schema_version'")
+    with pytest.raises(NotABusDatabase, match="meta schema_version is 'abc', not a number"):
+        connect(path)
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "abc"
+
+
 def test_a_locked_database_beyond_busy_timeout_is_a_clear_error(tmp_path: Path) -> None:
     holder = connect(tmp_path / "state.db")
     holder.execute("BEGIN IMMEDIATE")

@@ -163,6 +163,31 @@ def test_a_database_from_a_newer_orchestrate(cli, state_dir: Path) -> None:  # t
     assert digest(state_dir) == before
 
 
+@pytest.mark.parametrize(
+    ("key", "commands"),
+    [
+        ("schema_version", [("job", "list"), ("msg", "poll")]),
+        ("registry_schema_version", [("job", "list")]),  # the bus alone is still fine
+    ],
+)
+def test_a_database_whose_schema_version_is_not_a_number(  # type: ignore[no-untyped-def]
+    cli, state_dir: Path, key: str, commands: list[tuple[str, ...]]
+) -> None:
+    """meta holding 'abc' was a ValueError traceback; it is not a database we wrote."""
+    assert cli("job", "list").returncode == 0  # bus and registry tables both built
+    conn = sqlite3.connect(state_dir / "state.db")
+    with conn:
+        conn.execute("UPDATE meta SET value = 'abc' WHERE key = ?", (key,))
+    conn.close()
+    before = digest(state_dir)
+    for args in commands:
+        result = cli(*args)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.count("\n") == 1 and result.stdout == ""
+        assert f"is not an orchestrate database (meta {key} is 'abc'" in result.stderr
+    assert digest(state_dir) == before
+
+
 def test_a_locked_database_beyond_busy_timeout(cli, state_dir: Path) -> None:  # type: ignore[no-untyped-def]
     holder = connect(state_dir / "state.db")
     holder.execute("BEGIN IMMEDIATE")
