@@ -390,10 +390,16 @@ class Mosquitto:
             raise BrokerSetupError(f"no broker config in {self.directory} (run broker config)")
         return settings
 
-    def start(self, timeout: float = 10.0) -> int:
-        """Start mosquitto detached from this terminal; return its pid."""
+    def require_stopped(self) -> None:
+        """BrokerSetupError if this directory's mosquitto already runs. Callers that
+        rewrite its config before ``start`` check this first, so a refused start
+        leaves the running broker's files as they were."""
         if (pid := self.running_pid()) is not None:
             raise BrokerSetupError(f"mosquitto is already running (pid {pid})")
+
+    def start(self, timeout: float = 10.0) -> int:
+        """Start mosquitto detached from this terminal; return its pid."""
+        self.require_stopped()
         binary = self.binary or find_program("mosquitto")
         if not os.access(binary, os.X_OK):
             raise BrokerSetupError(f"mosquitto is not installed (no executable {binary})")

@@ -100,12 +100,13 @@ def start_command(ctx: click.Context, directory: Path | None, port: int | None) 
     target = broker_dir(ctx, directory)
     if port is not None:
         check_port(port)
+    # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).
+    process = Mosquitto(target, binary=os.environ.get("ORCHESTRATE_MOSQUITTO") or None)
+    process.require_stopped()  # before the config is touched: a refused start changes nothing
     if not (target / CONFIG_NAME).exists():
         write_config(target, port=port or 1883)
     elif port is not None:
         rewrite_port(target, port)
-    # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).
-    process = Mosquitto(target, binary=os.environ.get("ORCHESTRATE_MOSQUITTO") or None)
     pid = process.start()
     settings = process.settings
     click.echo(f"mosquitto running (pid {pid}) on {settings.bind}:{settings.port}")

@@ -11,6 +11,8 @@ from bus.broker import free_port
 from bus.mqtt import BrokerConfig, publish_once
 from tests.mqtt.conftest import MOSQUITTO
 
+CONFIG_FILES = ("mosquitto.conf", "broker.json")
+
 
 def one_line_error(result) -> str:  # type: ignore[no-untyped-def]
     assert result.returncode != 0
@@ -73,6 +75,12 @@ def test_start_status_stop(cli, state_dir: Path) -> None:  # type: ignore[no-unt
         assert (state_dir / "broker" / "mosquitto.pid").exists()
         assert cli("broker", "status").returncode == 0
         assert "already running" in one_line_error(cli("broker", "start"))
+        files = {name: (state_dir / "broker" / name).read_text() for name in CONFIG_FILES}
+        other_port = str(free_port())
+        refused = cli("broker", "start", "--port", other_port)  # refused: changes nothing
+        assert "already running" in one_line_error(refused)
+        assert {name: (state_dir / "broker" / name).read_text() for name in CONFIG_FILES} == files
+        assert f"on 127.0.0.1:{port}" in cli("broker", "status").stdout
         publish_once(BrokerConfig("127.0.0.1", port), "jobs/0000aaaa/events", b"hello")
     finally:
         stopped = cli("broker", "stop")
