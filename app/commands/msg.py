@@ -15,6 +15,7 @@ from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Outgoing
 from registry.errors import InvalidEvent
 from registry.events import decode_json
+from registry.records import check_label
 
 
 def default_agent() -> str:
@@ -42,6 +43,12 @@ def parse_payload(text: str | None) -> Any:
         raise InvalidPayload(str(exc)) from None
 
 
+def checked_agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--agent/--from, checked as `job register` checks an agent name. Given empty it
+    used to fall back to the default agent ("hq") and read or move hq's cursor."""
+    return None if value is None else check_label(param.opts[0], value)
+
+
 def emit(record: dict[str, Any]) -> None:
     """One JSON line on stdout, flushed so pipes see it at once."""
     sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -58,7 +65,11 @@ def msg() -> None:
 @click.argument("payload", required=False)
 @click.option("--to", "to_agent", metavar="AGENT", help="Recipient (default: broadcast).")
 @click.option(
-    "--from", "from_agent", metavar="AGENT", help="Sender (default: $ORCHESTRATE_JOB or hq)."
+    "--from",
+    "from_agent",
+    metavar="AGENT",
+    callback=checked_agent,
+    help="Sender (default: $ORCHESTRATE_JOB or hq).",
 )
 @click.option("--correlation-id", metavar="ID", help="Task or job this message is about.")
 @click.option("--reply-to", "in_reply_to", metavar="ID", help="Message id this answers.")
@@ -102,7 +113,12 @@ def _registry_names(bus: Bus) -> set[str]:
 
 
 @msg.command()
-@click.option("--agent", metavar="ID", help="Reader (default: $ORCHESTRATE_JOB or hq).")
+@click.option(
+    "--agent",
+    metavar="ID",
+    callback=checked_agent,
+    help="Reader (default: $ORCHESTRATE_JOB or hq).",
+)
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
 @click.pass_obj
 def poll(settings: Settings, agent: str | None, limit: int) -> None:
@@ -113,7 +129,12 @@ def poll(settings: Settings, agent: str | None, limit: int) -> None:
 
 @msg.command()
 @click.argument("seq", type=int)
-@click.option("--agent", metavar="ID", help="Reader (default: $ORCHESTRATE_JOB or hq).")
+@click.option(
+    "--agent",
+    metavar="ID",
+    callback=checked_agent,
+    help="Reader (default: $ORCHESTRATE_JOB or hq).",
+)
 @click.pass_obj
 def ack(settings: Settings, seq: int, agent: str | None) -> None:
     """Acknowledge everything up to SEQ after processing it (never moves back)."""

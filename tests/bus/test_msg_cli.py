@@ -106,6 +106,10 @@ def test_export_writes_jsonl(cli, state_dir: Path) -> None:  # type: ignore[no-u
             "unknown agent 'nobody-knows-me'",
         ),
         (("msg", "ack", "999"), "no message with seq 999"),
+        # empty used to mean the default agent "hq": acking, or reading, hq's cursor
+        (("msg", "ack", "1", "--agent", ""), "--agent must not be empty"),
+        (("msg", "poll", "--agent", ""), "--agent must not be empty"),
+        (("msg", "send", "status", "{}", "--from", ""), "--from must not be empty"),
     ],
 )
 def test_bad_input_is_one_line_nonzero_and_changes_nothing(
