@@ -28,6 +28,16 @@ def emit_json(value: Any, *, indent: int | None = None) -> None:
 JOB_OPTION = click.option("--job", "job_id", required=True, metavar="ID", help="The job id.")
 
 
+def checked_broker_host(
+    _ctx: click.Context, _param: click.Parameter, host: str | None
+) -> str | None:
+    """--broker as given, refused when blank: an empty host is no broker at all, and
+    was then blamed on --port ("--port needs --broker HOST") or silently ignored."""
+    if host is not None and not host.strip():
+        raise InvalidJobInput("--broker must not be empty (a HOST; leave it out for $MQTT_BROKER)")
+    return host
+
+
 @click.group()
 def job() -> None:
     """Register, list, pick and move delegated jobs."""
@@ -35,7 +45,12 @@ def job() -> None:
 
 @job.command()
 @job_spec_options
-@click.option("--broker", metavar="HOST", help="MQTT broker for this job (default: $MQTT_BROKER).")
+@click.option(
+    "--broker",
+    metavar="HOST",
+    callback=checked_broker_host,
+    help="MQTT broker for this job (default: $MQTT_BROKER).",
+)
 @click.option("--port", type=int, metavar="N", help="MQTT broker port.")
 @click.option(
     "--topic-prefix",

@@ -287,3 +287,17 @@ def test_port_without_broker_is_refused(cli: Cli, flags: tuple[str, ...]) -> Non
         "job", "register", "--prompt", "p", "--agent", "a", "--agent-session", "s", *flags
     )  # fmt: skip
     one_line_error(result, 1, "--port needs --broker")
+
+
+@pytest.mark.parametrize("flags", [("--broker", ""), ("--broker", " ", "--port", "1883")])
+def test_an_empty_broker_is_refused_as_such(
+    cli: Cli, state_dir: Path, flags: tuple[str, ...]
+) -> None:
+    """Not "--port needs --broker HOST" (it was given), nor a job with no broker."""
+    register(cli)
+    before = dump(state_dir)
+    result = cli(
+        "job", "register", "--prompt", "p", "--agent", "a", "--agent-session", "s", *flags
+    )  # fmt: skip
+    one_line_error(result, 1, "--broker must not be empty")
+    assert dump(state_dir) == before
