@@ -101,9 +101,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("orchestrate: aborted", err=True)
         sys.exit(130)
     except click.UsageError as exc:
-        # One line, like every other error; click's default adds the usage block.
+        # One line, like every other error; click's default adds the usage block, and
+        # some of its messages span lines (a missing Choice lists one choice a line).
         where = exc.ctx.command_path if exc.ctx is not None else "orchestrate"
-        click.echo(f"{where}: {exc.format_message().rstrip('.')} (see '{where} --help')", err=True)
+        reason = " ".join(exc.format_message().split()).rstrip(".")
+        click.echo(f"{where}: {reason} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

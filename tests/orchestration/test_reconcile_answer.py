@@ -87,6 +87,20 @@ def test_answer_is_refused_unless_the_job_waits_for_permission(
     assert cli("answer", "--job", job.job_id, "maybe").returncode == 2
 
 
+@pytest.mark.parametrize(
+    ("reply", "reason"), [((), "Missing argument"), (("maybe",), "Invalid value")]
+)
+def test_answer_without_yes_or_no_is_a_one_line_usage_error(
+    cli, reply: tuple[str, ...], reason: str
+) -> None:
+    """click lists a missing Choice one choice a line, with tabs; the CLI keeps one line."""
+    result = cli("answer", "--job", "deadbeef", *reply)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "\t" not in result.stderr
+    assert result.stderr.startswith(f"orchestrate answer: {reason}")
+    assert "yes, no, y, n" in result.stderr or "'yes', 'no', 'y', 'n'" in result.stderr
+
+
 def test_cancel_interrupts_the_agent_and_resume_job_starts_it_again(
     orch: Orchestrator, wait_for
 ) -> None:
