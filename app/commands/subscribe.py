@@ -18,6 +18,7 @@ Events are never accepted unverified from MQTT for a signing job.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ from registry.errors import InvalidJobInput, JobNotFound
 from registry.events import is_job_id
 from registry.jobs import Registry
 from registry.mqtt_source import FedEvent, JobEventFeed, WatchedJob
-from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
+from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, MAX_TIMEOUT_SEC, Job
 from registry.waiter import JobWaiter, RegistryWatchingWaiter
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
@@ -68,16 +69,29 @@ def default_seconds(jobs: list[Job], attribute: str, fallback: int) -> float:
     return float(max((getattr(job, attribute) for job in jobs), default=fallback))
 
 
+def finite_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse NaN, which FloatRange lets through (every comparison with it is false)
+    and whose deadline never comes: the timeout would be silently off."""
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("must be a number of seconds, not nan", ctx, param)
+    return value
+
+
+SECONDS = click.FloatRange(0, MAX_TIMEOUT_SEC, min_open=True)
+
+
 @click.command()
 @click.option("--job", "job_ids", multiple=True, required=True, metavar="ID", help="Repeatable.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
+    callback=finite_seconds,
     help=f"Wall-clock seconds (default: the jobs' timeout, else {DEFAULT_TIMEOUT_SEC}).",
 )
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
+    callback=finite_seconds,
     help=f"Seconds without an event (default: the jobs', else {DEFAULT_IDLE_TIMEOUT_SEC}).",
 )
 @click.pass_context

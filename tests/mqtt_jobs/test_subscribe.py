@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bus.mqtt import publish_once
 from registry.events import build_event
 from registry.jobs import Registry
@@ -189,6 +191,22 @@ def test_bad_subscribe_input_is_one_line(cli) -> None:  # type: ignore[no-untype
     ):
         result = cli("subscribe", *args)
         assert result.returncode != 0 and text in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--idle-timeout"])
+@pytest.mark.parametrize(("value", "text"), [
+    ("nan", "must be a number of seconds, not nan"),  # was accepted: no timeout at all
+    ("inf", "0<x<=2592000"),
+    ("2592001", "0<x<=2592000"),  # a job's own timeouts stop at 30 days too
+])  # fmt: skip
+def test_a_timeout_that_is_not_a_finite_span_is_a_usage_error(  # type: ignore[no-untyped-def]
+    cli, option: str, value: str, text: str
+) -> None:
+    job_id = register(cli, None)
+    result = cli("subscribe", "--job", job_id, option, value, timeout=20)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and option in result.stderr and text in result.stderr
+    assert result.stdout == ""
 
 
 def test_publish_over_a_real_broker_and_with_it_stopped(broker, cli, collect) -> None:  # type: ignore[no-untyped-def]
