@@ -14,9 +14,11 @@ an offline persistent subscriber).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -79,6 +81,36 @@ def check_port(port: int) -> int:
     if not 1 <= port <= 65535:
         raise BrokerSetupError(f"port must be in 1-65535, got {port}")
     return port
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def check_bind(address: str) -> str:
+    """``address`` if a listener can bind to it: an IP address (v4 or v6), or a host
+    name made of valid labels; else ``BrokerSetupError``. It goes into
+    mosquitto.conf as one word, so anything else would break or bend the config."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(address))
+    labels = address.removesuffix(".").split(".")
+    if (
+        len(address) <= 253
+        and all(_HOST_LABEL.fullmatch(label) for label in labels)
+        and not labels[-1].isdigit()  # 300.1.1.1 is a bad IP address, not a host name
+    ):
+        return address
+    raise BrokerSetupError(f"bind address must be an IP address or a host name, got {address!r}")
+
+
+def check_users(users: Sequence[BrokerUser]) -> Sequence[BrokerUser]:
+    """``users`` if no name appears twice (the password file would keep only the
+    last password, and the ACL would grant the name both roles' topics)."""
+    seen: set[str] = set()
+    for user in users:
+        if user.name in seen:
+            raise BrokerSetupError(f"broker user {user.name!r} is given twice")
+        seen.add(user.name)
+    return users
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -280,6 +312,8 @@ def write_config(
     clients. The password file is written with ``mosquitto_passwd -b``.
     """
     check_port(port)
+    bind = check_bind(bind)
+    check_users(users)
     if "#" in topic_prefix or "+" in topic_prefix or not topic_prefix.strip("/"):
         raise BrokerSetupError(f"bad topic prefix: {topic_prefix!r}")
     directory = _prepare_dir(directory)
@@ -359,10 +393,11 @@ def wait_listening(
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise BrokerSetupError(f"mosquitto exited with status {proc.returncode} at start")
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex((host, port)) == 0:
+        try:  # any family: the listener may be IPv6 or a host name
+            with socket.create_connection((host, port), timeout=0.2):
                 return
+        except OSError:
+            pass
         time.sleep(0.02)
     raise BrokerSetupError(f"mosquitto did not listen on {host}:{port} within {timeout:g} s")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import click
@@ -37,10 +38,11 @@ def broker_dir(ctx: click.Context, directory: Path | None) -> Path:
 def env_hint(directory: Path, settings: BrokerSettings) -> str:
     """The MQTT_* lines a client needs to reach this broker."""
     host = "localhost" if settings.tls else settings.bind
-    lines = [f"MQTT_BROKER={host}", f"MQTT_PORT={settings.port}"]
+    values = {"MQTT_BROKER": host, "MQTT_PORT": str(settings.port)}
     if settings.tls:
-        lines += ["MQTT_TLS=1", f"MQTT_CA_CERTS={directory / 'certs' / 'ca.crt'}"]
-    return "\n".join(f"export {line}" for line in lines)
+        values |= {"MQTT_TLS": "1", "MQTT_CA_CERTS": str(directory / "certs" / "ca.crt")}
+    # quoted: people paste or eval these lines, and a directory may hold spaces
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
 
 
 @click.group()

@@ -59,6 +59,42 @@ def test_bad_input_is_one_line(cli, args: list[str], fragment: str) -> None:  # 
     assert fragment in one_line_error(cli(*args))
 
 
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--bind", "not an ip"], "bind address must be an IP address or a host name"),
+        (["--bind", "300.1.1.1"], "got '300.1.1.1'"),
+        (["--bind", "127.0.0.1\nallow_anonymous true"], "bind address must be"),
+        (["--user", "w1:p", "--user", "w1:q"], "broker user 'w1' is given twice"),
+        (["--user", "hq:p", "--control", "hq:q"], "broker user 'hq' is given twice"),
+    ],
+)
+def test_config_refuses_a_bad_bind_or_a_user_named_twice(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, flags: list[str], fragment: str
+) -> None:
+    """Either was written as given: `listener 1883 not an ip`, two passwords for w1."""
+    target = tmp_path / "b"
+    assert cli("broker", "config", "--dir", str(target)).returncode == 0
+    before = {path.name: path.read_bytes() for path in target.iterdir() if path.is_file()}
+    assert fragment in one_line_error(cli("broker", "config", "--dir", str(target), *flags))
+    assert {path.name: path.read_bytes() for path in target.iterdir() if path.is_file()} == before
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0", "::1", "localhost", "broker.example.org"])
+def test_config_takes_ip_addresses_and_host_names(cli, tmp_path: Path, bind: str) -> None:  # type: ignore[no-untyped-def]
+    result = cli("broker", "config", "--dir", str(tmp_path / "b"), "--bind", bind)
+    assert result.returncode == 0, result.stderr
+    assert f"listener 1883 {bind}" in (tmp_path / "b" / "mosquitto.conf").read_text()
+
+
+def test_config_exports_are_shell_quoted(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The export lines are meant to be pasted into a shell: a path with a space stays one word."""
+    target = tmp_path / "my broker"
+    result = cli("broker", "config", "--dir", str(target), "--tls")
+    assert result.returncode == 0, result.stderr
+    assert f"export MQTT_CA_CERTS='{target / 'certs' / 'ca.crt'}'" in result.stdout.splitlines()
+
+
 def test_start_without_mosquitto_is_one_line(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("broker", "start", env={"ORCHESTRATE_MOSQUITTO": "/nonexistent/mosquitto"})
     assert "mosquitto is not installed" in one_line_error(result)
