@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from app.orchestration import Orchestrator
+from app.orchestration import MAX_DEMO_AGENTS, Orchestrator
 from app.settings import Settings
 
 
 @click.command()
-@click.option("--agents", default=3, show_default=True, type=click.IntRange(1, 20))
+@click.option("--agents", default=3, show_default=True, type=click.IntRange(1, MAX_DEMO_AGENTS))
 @click.option("--seed", default=0, show_default=True, type=int, help="Repeatable behaviour.")
 @click.option("--delay", type=click.FloatRange(0, 10), hidden=True, help="Seconds per step.")
 @click.option("--steps", type=click.IntRange(1, 50), hidden=True, help="Steps per agent.")

@@ -257,6 +257,8 @@ def logs(
     from registry.audit import AuditLog, format_job_list, format_timeline
 
     audit = AuditLog(settings.state_dir)
+    if list_all and (job_id is not None or tail is not None):  # they were silently ignored
+        raise click.UsageError("--list shows every logged job: give it no JOB_ID and no --tail")
     if list_all:
         if as_json:
             for logged in audit.list_jobs():

@@ -28,6 +28,8 @@ def parse_payload(text: str | None) -> Any:
     if text is None:
         return None
     source = "payload"
+    if text == "@":  # Path("") is the current directory: "cannot read payload file ."
+        raise InvalidPayload("payload file name is missing after '@' (give @FILE)")
     if text.startswith("@"):
         path = Path(text[1:])
         source = f"payload file {path}"

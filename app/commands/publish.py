@@ -41,6 +41,8 @@ def parse_data(text: str | None) -> dict[str, object]:
     if text is None:
         return {}
     source = "--data"
+    if text == "@":  # Path("") is the current directory: "Is a directory: '.'"
+        raise InvalidEvent("--data file name is missing after '@' (give @FILE)")
     if text.startswith("@"):
         source = f"--data file {text[1:]}"
         try:

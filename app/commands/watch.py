@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from app.orchestration import MAX_DEMO_AGENTS
 from app.settings import Settings
 
 
@@ -13,7 +14,7 @@ from app.settings import Settings
 )
 @click.option(
     "--agents",
-    type=click.IntRange(1, 16),
+    type=click.IntRange(1, MAX_DEMO_AGENTS),
     default=3,
     show_default=True,
     help="How many demo agents (with --demo).",

@@ -8,10 +8,11 @@ from app.orchestration.errors import (
     OrchestrationError,
     UnknownAgent,
 )
-from app.orchestration.orchestrator import Orchestrator
+from app.orchestration.orchestrator import MAX_DEMO_AGENTS, Orchestrator
 from app.orchestration.reconcile import ReconcileReport
 
 __all__ = [
+    "MAX_DEMO_AGENTS",
     "AgentNotStarted",
     "NotWaitingForPermission",
     "OrchestrationError",

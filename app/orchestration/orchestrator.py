@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # (agents publish the event just before they print the question).
 PROMPT_GRACE_SEC = 3.0
 DEMO_LABEL_PREFIX = "demo-"
+MAX_DEMO_AGENTS = 20  # `demo --agents` and `watch --demo --agents` alike
 
 
 class Orchestrator:

@@ -101,6 +101,7 @@ def test_export_writes_jsonl(cli, state_dir: Path) -> None:  # type: ignore[no-u
     [
         (("msg", "send", "status", "{bad json"), "not valid JSON"),
         (("msg", "send", "status", "@/does/not/exist.json"), "cannot read payload file"),
+        (("msg", "send", "status", "@"), "payload file name is missing after '@'"),
         (
             ("msg", "send", "status", "{}", "--to", "nobody-knows-me"),
             "unknown agent 'nobody-knows-me'",

@@ -102,6 +102,10 @@ def test_publish_moves_a_job_through_its_lifecycle(cli: Cli) -> None:
     assert (everything.returncode, everything.stdout) == (0, logs.stdout)
     listing = cli("job", "logs", "--list")
     assert job_id in listing.stdout and "completed" in listing.stdout
+    for extra in (("--tail", "2"), (job_id,)):  # were silently ignored
+        refused = cli("job", "logs", "--list", *extra)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "--list shows every logged job: give it no JOB_ID and no --tail" in refused.stderr
     why = cli("job", "why", "--job", job_id)
     assert "completed at" in why.stdout and "seq 3" in why.stdout
 
@@ -144,6 +148,8 @@ def test_bad_inputs_are_one_line_and_store_nothing(
          "--data is not valid JSON"),
         (("publish", "--job", job_id, "--event", "progress", "--data", "[1]"), {}, 1,
          "must be a JSON object"),
+        (("publish", "--job", job_id, "--event", "progress", "--data", "@"), {}, 1,
+         "--data file name is missing after '@'"),
         (("publish", "--job", job_id, "--event", "progress", "--data", huge_number), {}, 1,
          "--data is not valid JSON: a number has more than 4300 digits"),
         (("publish", "--job", job_id, "--event", "progress", "--data",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -82,6 +83,24 @@ def test_demo_agent_bad_flags_and_publish_failure(tmp_path: Path) -> None:
     proc, _ = run_demo(tmp_path, "false /nonexistent/log", "--steps", "1")
     assert proc.returncode == 0  # a failed publish is reported, the agent carries on
     assert "publish started failed" in proc.stderr
+
+
+def test_demo_and_watch_demo_allow_the_same_number_of_agents(cli) -> None:  # type: ignore[no-untyped-def]
+    """`demo --agents` took 1-20 and `watch --demo --agents` 1-16: one limit for both."""
+    from app.commands.demo import demo
+    from app.commands.watch import watch
+    from app.orchestration import MAX_DEMO_AGENTS
+
+    def agents_range(command: click.Command) -> tuple[object, object]:
+        option = next(param for param in command.params if param.name == "agents")
+        assert isinstance(option.type, click.IntRange)
+        return option.type.min, option.type.max
+
+    assert agents_range(demo) == agents_range(watch) == (1, MAX_DEMO_AGENTS)
+    for args in (("demo", "--agents"), ("watch", "--demo", "--agents")):
+        result = cli(*args, str(MAX_DEMO_AGENTS + 1))  # refused while parsing: no tmux, no TUI
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert f"1<=x<={MAX_DEMO_AGENTS}" in result.stderr
 
 
 @given(st.text(min_size=1).filter(lambda s: s.strip() and s.isprintable()))
