@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 STATE_DIR_NAME = ".orchestrate"
 BUSY_TIMEOUT_ENV = "ORCHESTRATE_BUSY_TIMEOUT_MS"
+# bus.db.BUSY_TIMEOUT_MS, not imported from there: the remote publish path never
+# loads sqlite3 (tests/mqtt_jobs/test_remote_publish.py checks both).
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+MAX_BUSY_TIMEOUT_MS = 3_600_000  # an hour: longer is a typo, not a wish
 
 
 class SettingsError(Exception):
@@ -29,12 +33,10 @@ def busy_timeout_from_env(env: Mapping[str, str] | None = None) -> int:
     Read once per command, before anything opens the database, so a typo is one
     line (SettingsError) rather than a traceback from somewhere deep in a command.
     """
-    from bus.db import BUSY_TIMEOUT_MS, MAX_BUSY_TIMEOUT_MS
-
     env = os.environ if env is None else env
     text = env.get(BUSY_TIMEOUT_ENV, "").strip()
     if not text:
-        return BUSY_TIMEOUT_MS
+        return DEFAULT_BUSY_TIMEOUT_MS
     try:
         milliseconds = int(text)
     except ValueError:
@@ -83,7 +85,7 @@ class Settings:
     """Everything a command needs to know about its environment."""
 
     state_dir: Path
-    busy_timeout_ms: int = 5000
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
 
     @property
     def db_path(self) -> Path:

@@ -25,8 +25,6 @@ from bus.errors import (
 from bus.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 5000
-MAX_BUSY_TIMEOUT_MS = 3_600_000
-"""Longest wait for another process's lock a caller may ask for (an hour)."""
 APPLICATION_ID = 0x6F726368  # "orch": marks the file as ours.
 
 

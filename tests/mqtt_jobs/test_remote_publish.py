@@ -207,3 +207,11 @@ def test_the_remote_path_stays_light(remote_host) -> None:  # type: ignore[no-un
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "[]"
+
+
+def test_the_cli_default_busy_timeout_is_the_bus_default() -> None:
+    """app.settings repeats bus.db's default rather than import sqlite3 for it."""
+    from app.settings import DEFAULT_BUSY_TIMEOUT_MS
+    from bus.db import BUSY_TIMEOUT_MS
+
+    assert DEFAULT_BUSY_TIMEOUT_MS == BUSY_TIMEOUT_MS
