@@ -89,6 +89,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
+        _refuse_foreign(conn, db_path)  # before WAL: switching it would change their file
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal" and os.access(db_path, os.W_OK):
             raise NotABusDatabase(f"{db_path}: could not switch to WAL (journal_mode={mode})")
@@ -168,19 +169,30 @@ def migrate(conn: sqlite3.Connection, db_path: Path | str = "database") -> None:
     version = schema_version(conn)
     if version == SCHEMA_VERSION:
         return
-    if (
-        version == 0
-        and conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-        ).fetchone()[0]
-    ):
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        if app_id not in (0, APPLICATION_ID):
-            raise NotABusDatabase(f"{db_path} is an SQLite database of another application")
+    _refuse_foreign(conn, db_path)
     # meta must exist before versions can be read from it: it is in MIGRATIONS[0].
     apply_migrations(conn, "schema_version", MIGRATIONS, db_path)
     if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def _refuse_foreign(conn: sqlite3.Connection, db_path: Path | str) -> None:
+    """NotABusDatabase for an SQLite file of another program: tables, but no bus
+    schema version (every orchestrate database records one in the same transaction
+    that makes its first tables). Adding ours to it would change their file."""
+    if schema_version(conn) != 0:
+        return
+    tables = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 3"
+        )
+    ]
+    if tables and conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        raise NotABusDatabase(
+            f"{db_path} is not an orchestrate database: it holds another program's "
+            f"tables ({', '.join(tables)}); use another --state-dir"
+        )
 
 
 def _statements(script: str) -> list[str]:

@@ -103,3 +103,18 @@ def test_a_transaction_sqlite_already_rolled_back_keeps_its_real_error(tmp_path:
         db.conn.execute("ROLLBACK")  # as SQLite does on SQLITE_FULL
         raise DiskFull("database or disk is full")
     assert db.conn.execute("SELECT count(*) FROM meta WHERE key = 'k'").fetchone()[0] == 0
+
+
+def test_another_programs_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """A state.db that is some other program's SQLite database: before, orchestrate
+    switched it to WAL and added all of its tables to it."""
+    path = tmp_path / "state.db"
+    theirs = sqlite3.connect(path)
+    theirs.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    theirs.execute("INSERT INTO invoices (total) VALUES (9.5)")
+    theirs.commit()
+    theirs.close()
+    before = path.read_bytes()
+    with pytest.raises(NotABusDatabase, match=r"another program's tables \(invoices\)"):
+        connect(path)
+    assert path.read_bytes() == before
