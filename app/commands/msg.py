@@ -12,7 +12,7 @@ import click
 
 from app.settings import Settings
 from bus.errors import InvalidPayload
-from bus.messages import MAX_SEQ, Bus, Outgoing
+from bus.messages import MAX_SEQ, Bus, Message, Outgoing
 from registry.errors import InvalidEvent
 from registry.events import decode_json
 from registry.records import check_label
@@ -114,6 +114,25 @@ def _registry_names(bus: Bus) -> set[str]:
     return known_names(bus)
 
 
+PAYLOAD_PROBLEMS = {
+    "blob_missing": "its payload file {ref} is missing from blobs/",
+    "blob_corrupt": "its payload file {ref} no longer holds what was stored",
+    "decode_failed": "its stored payload is not JSON any more",
+}
+
+
+def emit_message(message: Message) -> None:
+    """The message as a JSON line; a payload that could not be read is also said on
+    stderr, so a consumer acking a null payload is not the only one who knows."""
+    emit(message.to_dict())
+    if message.payload_error:
+        problem = PAYLOAD_PROBLEMS.get(message.payload_error, message.payload_error)
+        click.echo(
+            f"orchestrate: message {message.seq}: {problem.format(ref=message.payload_ref)}",
+            err=True,
+        )
+
+
 @msg.command()
 @click.option(
     "--agent",
@@ -126,7 +145,7 @@ def _registry_names(bus: Bus) -> set[str]:
 def poll(settings: Settings, agent: str | None, limit: int) -> None:
     """Print unacknowledged messages as JSON lines (does not move the cursor)."""
     for message in settings.open_bus().poll(agent or default_agent(), limit=limit):
-        emit(message.to_dict())
+        emit_message(message)
 
 
 @msg.command()
@@ -157,7 +176,7 @@ def follow(settings: Settings, task: str | None, since: int | None, count: int |
     seen = 0
     try:
         for message in settings.open_bus().follow(after_seq=since, task=task):
-            emit(message.to_dict())
+            emit_message(message)
             seen += 1
             if count is not None and seen >= count:
                 break

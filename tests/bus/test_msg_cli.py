@@ -249,3 +249,17 @@ def test_a_registered_job_is_a_known_recipient(cli) -> None:  # type: ignore[no-
     assert job_id.returncode == 0, job_id.stderr
     sent = cli("msg", "send", "cmd", '{"action": "stop"}', "--to", job_id.stdout.strip())
     assert sent.returncode == 0, sent.stderr
+
+
+def test_a_payload_that_cannot_be_read_is_said_on_stderr(cli, state_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """A missing blob still prints the message (payload null, payload_error), and says
+    so on stderr: a consumer would otherwise ack a null payload with no sign."""
+    assert cli("msg", "send", "t", json.dumps({"text": "x" * 10_000})).returncode == 0
+    for blob in (state_dir / "blobs").iterdir():
+        blob.unlink()
+    polled = cli("msg", "poll")
+    assert polled.returncode == 0
+    (line,) = polled.stdout.splitlines()
+    assert json.loads(line)["payload_error"] == "blob_missing"
+    assert polled.stderr.startswith("orchestrate: message 1: its payload file sha256-")
+    assert polled.stderr.endswith(" is missing from blobs/\n")
