@@ -65,7 +65,13 @@ def msg() -> None:
 @msg.command()
 @click.argument("type_")
 @click.argument("payload", required=False)
-@click.option("--to", "to_agent", metavar="AGENT", help="Recipient (default: broadcast).")
+@click.option(
+    "--to",
+    "to_agent",
+    metavar="AGENT",
+    help="Recipient the bus knows: it has sent, polled or beaten, or is a job or session "
+    "(default: broadcast).",
+)
 @click.option(
     "--from",
     "from_agent",
