@@ -268,7 +268,12 @@ class ControlRoomApp(App[None]):
         self.notify(message.text, severity=message.severity)
 
     def on_control_room_app_source_failed(self, message: SourceFailed) -> None:
-        self.notify(f"Registry unavailable: {message.error}", severity="error", timeout=8)
+        """One notice per problem (the start and the poller both meet it), and the
+        problem stays on screen until a read works again."""
+        problem = str(message.error)
+        if problem != self.main.problem:
+            self.notify(f"Registry unavailable: {problem}", severity="error", timeout=8)
+        self.main.problem = problem
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

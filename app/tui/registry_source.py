@@ -36,6 +36,7 @@ from app.tui.source import (
     SessionState,
     Snapshot,
     StopMode,
+    row_order,
 )
 from bus import heartbeats
 from bus.db import now_ms, translate
@@ -212,9 +213,12 @@ class RegistrySource:
             self._sessions_at = time.monotonic()
             sessions = tuple(self._session_rows(notices))
         broker = self._probe_broker(notices)
+        rows = [job_row(job) for job in jobs]
+        if after_seq <= 0:
+            rows.sort(key=row_order)  # already in table order: see _initial_jobs
         return Delta(
             cursor=cursor,
-            jobs=tuple(job_row(job) for job in jobs),
+            jobs=tuple(rows),
             removed_job_ids=removed,
             sessions=sessions,
             events=tuple(events),
@@ -227,9 +231,10 @@ class RegistrySource:
         )
 
     def _initial_jobs(self) -> list[Job]:
-        """Every live job and the newest finished ones, oldest first, in one read.
+        """Every live job and the newest finished ones, in one read.
 
-        All of them come in the first delta, already in table order. The table
+        All of them come in the first delta, already in table order (`poll`
+        sorts their rows by `row_order`). The table
         only appends rows, so finished jobs sent later (older than every row
         shown) forced a re-sort and a full redraw: sent in chunks, a ~200 ms
         stall per chunk while live events arrived; sent in one later batch, the
@@ -243,8 +248,7 @@ class RegistrySource:
             "ORDER BY created_at_ms DESC, job_id DESC LIMIT ?",
             (RECENT_FINISHED_JOBS,),
         )
-        jobs = [job_from_row(row) for row in (*live, *finished)]
-        return sorted(jobs, key=lambda job: (job.created_at_ms, job.job_id))
+        return [job_from_row(row) for row in (*live, *finished)]
 
     def _jobs_by_id(self, job_ids: list[str]) -> dict[str, Job]:
         found: dict[str, Job] = {}

@@ -55,6 +55,24 @@ class JobRow:
     waiting_permission: bool = False
 
 
+LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}
+FINISHED_GROUP = 3
+
+
+def row_order(job: JobRow) -> tuple[int, float, str]:
+    """Where a job sits in the table: the live ones first, so they stay in view
+    however many jobs have finished; those waiting for a permission answer top
+    them, then running, then pending, oldest first (the order they were asked
+    for); below them the finished jobs, newest first."""
+    created = job.created_at.timestamp()
+    if job.waiting_permission:
+        return (0, created, job.job_id)
+    group = LIVE_ORDER.get(job.status)
+    if group is None:
+        return (FINISHED_GROUP, -created, job.job_id)
+    return (group, created, job.job_id)
+
+
 @dataclass(frozen=True)
 class SessionRow:
     """One agent session with its tmux state and heartbeat liveness."""

@@ -22,11 +22,14 @@ from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.widgets.jobs_table import JobsTable
 
 AppFactory = Callable[[], ControlRoomApp]
-ROW = {"3fa2c1d0": 0, "7b0e99a1": 1, "c4d5e6f7": 2, "0a1b2c3d": 3, "9e8d7c6b": 4, "5f4e3d2c": 5}
+# The demo's rows as the table orders them: waiting for an answer, running, then
+# finished (newest first).
+ROWS = ["7b0e99a1", "3fa2c1d0", "5f4e3d2c", "9e8d7c6b", "0a1b2c3d", "c4d5e6f7"]
 
 
 def select(app: ControlRoomApp, job_id: str) -> None:
-    app.main.query_one("#jobs", JobsTable).move_cursor(row=ROW[job_id])
+    table = app.main.query_one("#jobs", JobsTable)
+    table.move_cursor(row=table.get_row_index(job_id))
 
 
 async def test_main_screen_shows_jobs_sessions_and_events(make_app: AppFactory) -> None:
@@ -241,7 +244,8 @@ async def test_detail_tails_the_pane_log(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        await pilot.press("enter")  # row 0 is 3fa2c1d0, which has a pane log
+        select(app, "3fa2c1d0")  # which has a pane log
+        await pilot.press("enter")
         tail = app.screen.query_one("#detail-tail")
         await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
         path = app.source.pane_logs["3fa2c1d0"]  # type: ignore[attr-defined]
@@ -255,6 +259,7 @@ async def test_job_deleted_while_detail_open(make_app: AppFactory, fake: FakeSou
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
+        select(app, "3fa2c1d0")
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, JobDetailScreen)
@@ -288,6 +293,7 @@ async def test_tmux_split_and_log_split(make_app: AppFactory, fake: FakeSource) 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
+        select(app, "3fa2c1d0")
         await pilot.press("t")
         await wait_until(pilot, lambda: ("open_control_room_split", "3fa2c1d0") in fake.calls)
         await pilot.press("l")
@@ -304,10 +310,10 @@ async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         await pilot.click("#jobs", offset=(5, 3))  # header at y=1 (inside the border)
-        assert app.main.selected_job_id == "7b0e99a1"
+        assert app.main.selected_job_id == ROWS[1]
         await pilot.click("#jobs", offset=(5, 3))
         await wait_until(pilot, lambda: isinstance(app.screen, JobDetailScreen))
-        assert app.screen.job_id == "7b0e99a1"  # type: ignore[attr-defined]
+        assert app.screen.job_id == ROWS[1]  # type: ignore[attr-defined]
 
 
 class SelectingScreen(Screen[None]):
@@ -343,3 +349,63 @@ def test_a_main_screen_not_composed_yet_has_nothing_selected() -> None:
         None,
         [],
     )
+
+
+async def test_filter_updates_the_count_and_says_when_nothing_matches(
+    make_app: AppFactory,
+) -> None:
+    """The border's "N of M" follows the `/` filter at once (it once waited for the
+    next delta), and a filter nothing passes says so where the rows would be."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one(JobsTable)
+        assert table.border_subtitle == "6 of 6"
+        await pilot.press("slash", *"codex")
+        assert table.border_subtitle == "2 of 6"
+        await pilot.press(*"zzzz", "enter")
+        await pilot.pause()
+        assert table.border_subtitle == "0 of 6"
+        hint = table.render_line(table.header_height + 1).text
+        assert "no job matches 'codexzzzz'" in hint
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.border_subtitle == "6 of 6" and table.empty_text == ""
+
+
+async def test_live_jobs_sit_above_finished_ones(make_app: AppFactory, fake: FakeSource) -> None:
+    """Waiting for an answer, then running, then pending jobs come first, so they stay
+    in view however many jobs have finished; the cursor stays on its job when rows
+    move."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one(JobsTable)
+        assert [str(table.get_row_at(n)[0]) for n in range(6)] == ROWS
+        assert app.main.selected_job_id == ROWS[0]  # the first row, at startup
+        select(app, "0a1b2c3d")
+        new = fake.submit("later", "claude", "alpha")  # pending: above the finished jobs
+        await wait_until(pilot, lambda: table.row_count == 7)
+        assert [str(table.get_row_at(n)[0]) for n in range(7)] == [*ROWS[:3], new, *ROWS[3:]]
+        assert app.main.selected_job_id == "0a1b2c3d"
+        fake.emit("3fa2c1d0", "completed", "done")  # finished, and the oldest job of all
+        await wait_until(pilot, lambda: table.jobs["3fa2c1d0"].status == "completed")
+        assert [str(table.get_row_at(n)[0]) for n in (1, 2, 6)] == ["5f4e3d2c", new, "3fa2c1d0"]
+        assert app.main.selected_job_id == "0a1b2c3d"
+
+
+async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: FakeSource) -> None:
+    """A job that starts waiting for a yes/no answer shows a notice, is counted in the
+    header and moves to the top; the job waiting at startup is counted, not toasted."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        header = app.main.query_one("#header")
+        assert "waiting 1" in str(header.render())
+        assert not [n for n in notices(app) if "asks" in n]
+        fake.emit("5f4e3d2c", "permission_required", "Allow edit of src/app.py?")
+        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/N"
+        await wait_until(pilot, lambda: question in notices(app))
+        assert "waiting 2" in str(header.render())
+        table = app.main.query_one(JobsTable)
+        assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}

@@ -44,6 +44,14 @@ async def test_corrupt_database_is_a_notice(state_dir: Path, make_app: MakeApp) 
         notice = await wait_notice(pilot, app, "not an orchestrate database")
         assert "state.db" in notice
         await still_responds(pilot, app)
+        await pilot.pause(1.0)  # the start and several polls have met the problem by now
+        said = [n.message for n in app._notifications if "not an orchestrate" in n.message]
+        assert len(said) == 1, said  # one notice, not one from the start and one from the poll
+        # and it stays on screen after the notice fades: never an empty, healthy registry
+        assert "registry unreadable" in str(app.main.query_one("#header").render())
+        table = jobs_table(app)
+        assert table.border_subtitle == "registry unreadable"
+        assert "not an orchestrate database" in table.render_line(2).text
     assert (state_dir / "state.db").read_bytes() == garbage  # nothing was written over it
 
 

@@ -10,6 +10,7 @@ import pytest
 from app.settings import Settings
 from app.tui import registry_source
 from app.tui.registry_source import RegistrySource
+from app.tui.source import row_order
 from registry.jobs import Registry
 
 
@@ -27,12 +28,13 @@ def test_first_poll_holds_live_jobs_and_the_newest_finished_in_order(
 
     first = source.poll(0)
 
-    # the table's order (jobs registered in the same millisecond go by id)
-    order = [job.job_id for job in sorted(jobs, key=lambda j: (j.created_at_ms, j.job_id))]
+    # the table's order: live jobs first, then the finished ones, newest first
     shown = [row.job_id for row in first.jobs]
-    newest_finished = [job_id for job_id in order if job_id not in live][-3:]
-    assert sorted(shown, key=order.index) == shown  # oldest first: no re-sort needed
-    assert set(shown) == live | set(newest_finished)
+    assert sorted(first.jobs, key=row_order) == list(first.jobs)  # no re-sort needed
+    assert set(shown[:2]) == live
+    by_age = [job.job_id for job in sorted(jobs, key=lambda j: (j.created_at_ms, j.job_id))]
+    newest_finished = [job_id for job_id in by_age if job_id not in live][-3:]
+    assert set(shown[2:]) == set(newest_finished)
     later = source.poll(first.cursor)  # nothing older trickles in afterwards
     assert later.jobs == ()
 

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
 from app.tui.commands import COMMANDS, command_named
-from app.tui.source import Delta, Snapshot
+from app.tui.source import Delta, JobRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
@@ -34,6 +34,10 @@ class MainScreen(Screen[None]):
     """Totals for the header, replaced on every delta."""
     job_filter: reactive[str] = reactive("")
     """The `/` filter text; remembered for as long as the app runs."""
+    waiting_jobs: reactive[int] = reactive(0)
+    """How many jobs wait for a permission answer (the header counts them)."""
+    problem: reactive[str] = reactive("")
+    """Why the registry cannot be read ("" while it can); shown until a read works."""
 
     class FilterBar(Input):
         """The `/` prompt."""
@@ -43,9 +47,14 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header").data_bind(
-            snapshot=MainScreen.snapshot, filter_text=MainScreen.job_filter
+            snapshot=MainScreen.snapshot,
+            filter_text=MainScreen.job_filter,
+            waiting=MainScreen.waiting_jobs,
+            problem=MainScreen.problem,
         )
-        yield JobsTable(id="jobs").data_bind(filter_text=MainScreen.job_filter)
+        yield JobsTable(id="jobs").data_bind(
+            filter_text=MainScreen.job_filter, problem=MainScreen.problem
+        )
         yield PaneTail(id="log-tail")
         with Horizontal(id="bottom"):
             yield EventStream(id="events")
@@ -58,6 +67,10 @@ class MainScreen(Screen[None]):
         )
         yield Footer()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_delta_applied = False
+
     def on_mount(self) -> None:
         self.query_one("#jobs", JobsTable).border_title = "jobs"
         self.query_one("#sessions", SessionsPanel).border_title = "sessions"
@@ -68,14 +81,30 @@ class MainScreen(Screen[None]):
     def apply_delta(self, delta: Delta, now: datetime) -> None:
         """Fold one (possibly merged) delta into every widget."""
         self.snapshot = delta.snapshot
-        self.query_one("#jobs", JobsTable).apply(delta.jobs, delta.removed_job_ids, now)
+        self.problem = ""  # the registry was read
+        table = self.query_one("#jobs", JobsTable)
+        announce = self.first_delta_applied
+        was_waiting = set(table.waiting)
+        table.apply(delta.jobs, delta.removed_job_ids, now)
+        self.waiting_jobs = len(table.waiting)
         if delta.sessions is not None:
             self.query_one("#sessions", SessionsPanel).show_sessions(delta.sessions)
         self.query_one("#events", EventStream).add_events(delta.events)
-        table = self.query_one("#jobs", JobsTable)
-        table.border_subtitle = f"{table.row_count} of {len(table.jobs)}" if table.jobs else ""
-        if not table.jobs:
-            table.border_subtitle = "no jobs yet: press n to submit one"
+        self.first_delta_applied = True
+        if announce:  # the jobs waiting at startup are counted in the header, not toasted
+            for job_id in sorted(table.waiting - was_waiting):
+                self._announce_question(table.jobs[job_id])
+
+    def _announce_question(self, job: JobRow) -> None:
+        """A job has just started waiting for a permission answer: say so, as
+        it may be scrolled out of view or filtered out."""
+        detail = job.progress_detail or "permission"
+        self.notify(
+            f"job {job.job_id} ({job.agent}) asks: {detail} — y/N",
+            title="Waiting for an answer",
+            severity="warning",
+            timeout=15,
+        )
 
     def refresh_ages(self, now: datetime) -> None:
         self.query_one("#jobs", JobsTable).refresh_ages(now)

@@ -28,6 +28,10 @@ class HeaderBar(Widget):
     """The latest totals from the source."""
     filter_text: reactive[str] = reactive("")
     """The active `/` filter, shown so a filtered table is never mistaken for all jobs."""
+    waiting: reactive[int] = reactive(0)
+    """Jobs waiting for a permission answer; shown only when there are some."""
+    problem: reactive[str] = reactive("")
+    """Why the registry cannot be read; shown for as long as that lasts."""
 
     def render(self) -> Text:
         text = Text.assemble(("orchestrate ", theme_style(self.app, "accent", bold=True)))
@@ -35,9 +39,14 @@ class HeaderBar(Widget):
             count = self.snapshot.counts.get(status, 0)
             text.append(f" {status} ", theme_style(self.app, STATUS_COLOURS[status]))
             text.append(str(count), theme_style(self.app, "foreground", bold=True))
+            if status == "running" and self.waiting:
+                text.append(" waiting ", theme_style(self.app, "warning", bold=True))
+                text.append(str(self.waiting), theme_style(self.app, "warning", bold=True))
         text.append(f"  │ {self.snapshot.events_per_s:.1f} ev/s │ broker ")
         broker = self.snapshot.broker_state
         text.append(broker, theme_style(self.app, BROKER_COLOURS.get(broker, "foreground")))
+        if self.problem:
+            text.append(" │ ⚠ registry unreadable", theme_style(self.app, "error", bold=True))
         if self.filter_text:
             text.append(f" │ filter: {self.filter_text}", theme_style(self.app, "warning"))
         return text

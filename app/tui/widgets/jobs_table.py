@@ -11,10 +11,11 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
-from app.tui.source import JobRow
+from app.tui.source import JobRow, row_order
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
 
 COLUMNS = (
@@ -67,23 +68,33 @@ def matches(job: JobRow, filter_text: str) -> bool:
 
 class JobsTable(DataTable[object]):
     """Live jobs; the model (`jobs`) holds every job, the table shows those that
-    pass the filter. Rows are added, updated and removed by key, never cleared,
-    so the cursor and scroll position survive every refresh."""
+    pass the filter, live ones first (`row_order`). Rows are added, updated and
+    removed by key, never cleared, so the cursor stays on its job and the scroll
+    position survives every refresh."""
 
     DEFAULT_CSS = """
     JobsTable { background: $surface; }
     JobsTable > .datatable--header { color: $text-muted; }
+    JobsTable > .jobs-table--empty { color: $text-muted; text-style: italic; }
     """
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"jobs-table--empty"}
 
     filter_text: reactive[str] = reactive("")
     """The `/` filter; rows not matching it are removed from the view."""
+    problem: reactive[str] = reactive("")
+    """Why the registry cannot be read right now ("" while it can): said where the
+    rows would be, so an unreadable registry never passes for an empty one."""
+    empty_text: reactive[str] = reactive("")
+    """What the table area says while it shows no row (set by `describe`)."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self.jobs: dict[str, JobRow] = {}
         self.now: datetime | None = None
         self._shown: dict[str, tuple[object, ...]] = {}  # row key -> cells as last drawn
-        self._newest_shown: tuple[datetime, str] | None = None
+        self._orders: dict[str, tuple[int, float, str]] = {}  # row key -> its row_order
+        self._last_order: tuple[int, float, str] | None = None  # the bottom row's, at most
+        self.waiting: set[str] = set()  # jobs waiting for a permission answer
         self._changed_cells: dict[str, dict[str, object]] = {}  # row -> column -> value
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
             self.add_column(label, key=key)
@@ -207,6 +218,7 @@ class JobsTable(DataTable[object]):
 
     def _hide(self, job_id: str) -> None:
         self._changed_cells.pop(job_id, None)
+        self._orders.pop(job_id, None)
         if self._shown.pop(job_id, None) is not None:
             self.remove_row(job_id)
 
@@ -215,27 +227,73 @@ class JobsTable(DataTable[object]):
     ) -> None:
         """Fold a delta into the model and the view, in one batch."""
         self.now = now or self.now
+        selected = self.selected_job_id  # None on the first delta: the cursor stays on top
         with self.app.batch_update():
             for job_id in removed:
                 self.jobs.pop(job_id, None)
+                self.waiting.discard(job_id)
                 self._hide(job_id)
             out_of_order = False
             for job in changed:
                 self.jobs[job.job_id] = job
+                if job.waiting_permission:
+                    self.waiting.add(job.job_id)
+                else:
+                    self.waiting.discard(job.job_id)
                 if matches(job, self.filter_text):
-                    newest = self._newest_shown
-                    if job.job_id not in self._shown and newest and self._order(job) < newest:
-                        out_of_order = True  # an older job arrived late (backfill)
+                    order = row_order(job)
+                    previous = self._orders.get(job.job_id)
+                    if previous is None:  # a new row is appended: fine below the last one
+                        out_of_order |= self._last_order is not None and order < self._last_order
+                    else:  # a row whose place moved (it started waiting, it finished)
+                        out_of_order |= previous != order
+                    self._orders[job.job_id] = order
+                    self._last_order = max(self._last_order or order, order)
                     self._show(job)
-                    self._newest_shown = max(
-                        self._newest_shown or self._order(job), self._order(job)
-                    )
                 else:
                     self._hide(job.job_id)
             self._flush_cells()
-            if out_of_order:  # rows can only be appended: restore oldest-first order
-                self.sort("job_id", key=lambda cell: self._order(self.jobs[str(cell)]))
+            if out_of_order:  # rows can only be appended: restore the table's order
+                self._sort_rows(selected)
             self._measure_new_rows()
+        self.describe()
+
+    def _sort_rows(self, selected: str | None) -> None:
+        """Put every row back in `row_order`, the cursor staying on the job it was on."""
+        self.sort("job_id", key=lambda cell: self._orders[str(cell)])
+        self._last_order = max(self._orders.values(), default=None)
+        if selected is not None and selected in self._shown:
+            self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=False)
+
+    def describe(self) -> None:
+        """The border's "N of M" and, with no row shown, what the table area says."""
+        total, shown = len(self.jobs), self.row_count
+        if self.problem:
+            self.border_subtitle = "registry unreadable"
+            self.empty_text = "" if shown else f"⚠ {self.problem}"
+        elif not total:
+            self.border_subtitle = "no jobs yet: press n to submit one"
+            self.empty_text = ""
+        else:
+            self.border_subtitle = f"{shown} of {total}"
+            filtered = not shown and self.filter_text
+            self.empty_text = (
+                f"no job matches {self.filter_text!r} (esc clears)" if filtered else ""
+            )
+
+    def render_line(self, y: int) -> Strip:
+        """The empty text, one line below the column labels, while no row is shown."""
+        first = self.header_height if self.show_header else 0
+        if self.row_count or not self.empty_text or y != first + 1:
+            return super().render_line(y)
+        style = self.get_component_rich_style("jobs-table--empty")
+        text = Text(f" {self.empty_text}", style=style, no_wrap=True, end="")
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        return strip.crop_extend(0, self.size.width, self.rich_style)
+
+    def watch_problem(self) -> None:
+        if self.is_mounted:
+            self.describe()
 
     def _measure_new_rows(self) -> None:
         """Fit the columns to the rows just added now, not in DataTable's idle
@@ -247,10 +305,6 @@ class JobsTable(DataTable[object]):
             new_rows, self._new_rows = self._new_rows, set()
             self._require_update_dimensions = False
             self._update_dimensions(new_rows)
-
-    @staticmethod
-    def _order(job: JobRow) -> tuple[datetime, str]:
-        return (job.created_at, job.job_id)
 
     def refresh_ages(self, now: datetime) -> None:
         """Redraw the age column (ages move even when no event arrives): only the
