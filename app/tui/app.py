@@ -27,7 +27,8 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
-from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, StopMode
+from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, StopMode
+from app.tui.widgets.jobs_table import JobsTable
 from app.tui.wording import counted
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
@@ -35,6 +36,8 @@ COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 JOB_ACTIONS = frozenset(
     {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log", "tmux_split"}
 )
+FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
+RESUMABLE = frozenset({"error", "cancelled"})
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
@@ -281,16 +284,32 @@ class ControlRoomApp(App[None]):
         if event.state != WorkerState.ERROR:
             return
         worker = event.worker
-        self.notify(f"{worker.description or worker.name}: {worker.error}", severity="error")
+        if isinstance(worker.error, self.ActionFailed):
+            self.notify(str(worker.error), severity="error")
+        else:
+            self.notify(f"{worker.description or worker.name}: {worker.error}", severity="error")
         if worker.group == "poll":  # never leave the control room without live data
             self.set_timer(MAX_BACKOFF_S, self._poll)
 
     # -- source calls in workers ---------------------------------------------
+    class ActionFailed(Exception):
+        """An action the source refused, worded for a notice."""
+
     def _call(self, description: str, done: str, method: str, *args: object) -> None:
-        """Run `source.<method>(*args)` in a thread worker; notify `done` on success."""
+        """Run `source.<method>(*args)` in a thread worker; notify `done` on success.
+
+        A refusal reads "Could not cancel: job b113a06c: cannot cancel from
+        completed …", the job named once (the registry's error names it)."""
+        verb = method.split("_")[0]
+        subject = str(args[0]) if args else ""
 
         def call() -> None:
-            result = getattr(self.source, method)(*args)
+            try:
+                result = getattr(self.source, method)(*args)
+            except SOURCE_ERRORS as error:
+                named = subject and subject in str(error)
+                what = f"Could not {verb}" if named else f"Could not {verb} {subject}".rstrip()
+                raise self.ActionFailed(f"{what}: {error}") from error
             self.post_message(self.Notice(done.format(result=result)))
 
         self.run_worker(call, thread=True, exit_on_error=False, description=description)
@@ -326,8 +345,20 @@ class ControlRoomApp(App[None]):
 
         self.push_screen(NewJobScreen(session=default, sessions=labels), submit)
 
+    def _job_row(self, job_id: str) -> JobRow | None:
+        """The selected job as the jobs table last saw it (None: not in the table)."""
+        return self.main.query_one("#jobs", JobsTable).jobs.get(job_id)
+
+    def _refuse(self, text: str) -> None:
+        """An action that cannot apply: said at once, instead of a dialog that fails."""
+        self.notify(text, severity="warning")
+
     def action_cancel_job(self) -> None:
         if not (job_id := self._selected_job()):
+            return
+        job = self._job_row(job_id)
+        if job is not None and job.status in FINAL_STATUSES:
+            self._refuse(f"{job_id} is already {job.status}: nothing to cancel")
             return
 
         def confirmed(yes: bool | None) -> None:
@@ -338,13 +369,28 @@ class ControlRoomApp(App[None]):
         self.push_screen(ConfirmScreen(question, "Cancel job"), confirmed)
 
     def action_resume_job(self) -> None:
-        if job_id := self._selected_job():
-            self._call(f"Resuming {job_id}", f"Resumed job {job_id}", "resume", job_id)
+        if not (job_id := self._selected_job()):
+            return
+        job = self._job_row(job_id)
+        if job is not None and job.status not in RESUMABLE:
+            self._refuse(
+                f"{job_id} is {job.status}: only an errored or cancelled job can be resumed"
+            )
+            return
+        self._call(f"Resuming {job_id}", f"Resumed job {job_id}", "resume", job_id)
 
     def action_stop_session(self) -> None:
         label: str | None = getattr(self.screen, "selected_session", None)
         if not label:
             self.notify("Select a job or session first", severity="warning")
+            return
+        known = self.main.known_sessions
+        session = known.get(label) if known is not None else None
+        if known is not None and session is None:
+            self._refuse(f"session {label} does not exist: nothing to stop")
+            return
+        if session is not None and session.state == "terminated":
+            self._refuse(f"session {label} is already terminated: nothing to stop")
             return
 
         def chosen(mode: StopMode | None) -> None:
@@ -364,7 +410,7 @@ class ControlRoomApp(App[None]):
     def action_answer(self, yes: bool) -> None:
         if not (job_id := self._selected_job()):
             return
-        job = self.main.query_one("#jobs").jobs.get(job_id)  # type: ignore[attr-defined]
+        job = self._job_row(job_id)
         if job is not None and not job.waiting_permission:
             self.notify(f"Job {job_id} is not waiting for an answer", severity="warning")
             return

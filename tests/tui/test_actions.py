@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
+from memory_source import FIXED_NOW
 from textual.screen import Screen
 from textual.widgets import Input, RadioSet
 from tui_helpers import loaded, notices, wait_until
@@ -19,6 +21,7 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
+from app.tui.source import JobRow
 from app.tui.widgets.jobs_table import JobsTable
 
 AppFactory = Callable[[], ControlRoomApp]
@@ -86,14 +89,43 @@ async def test_resume(make_app: AppFactory, fake: FakeSource) -> None:
 async def test_illegal_resume_shows_an_error_and_keeps_running(
     make_app: AppFactory, fake: FakeSource
 ) -> None:
-    """A refused transition becomes a visible error notice, not a crash."""
+    """A transition the source refuses becomes one error notice that names the job
+    once (it read "Resuming X: job X: …"), not a crash."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        select(app, "c4d5e6f7")  # completed: cannot resume
+        select(app, "0a1b2c3d")  # errored in the table, completed in the source meanwhile
+        fake.jobs["0a1b2c3d"] = replace(fake.jobs["0a1b2c3d"], status="completed")
         await pilot.press("r")
         await wait_until(pilot, lambda: any("cannot become" in n for n in notices(app)))
+        said = next(n for n in notices(app) if "cannot become" in n)
+        assert said == "Could not resume: job 0a1b2c3d is completed, cannot become pending"
         assert app.is_running
+
+
+async def test_actions_that_cannot_apply_say_so_without_a_dialog(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """c and r on a completed job, s on a job whose session does not exist: one notice
+    at once, no confirmation dialog that then fails, nothing sent to the source."""
+    fake.add_job(JobRow("d00df00d", "pending", "claude", "ghost", FIXED_NOW, FIXED_NOW))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        select(app, "c4d5e6f7")
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert "c4d5e6f7 is already completed: nothing to cancel" in notices(app)
+        await pilot.press("r")
+        expected = "c4d5e6f7 is completed: only an errored or cancelled job can be resumed"
+        assert expected in notices(app)
+        select(app, "d00df00d")
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert "session ghost does not exist: nothing to stop" in notices(app)
+        assert fake.calls == []
 
 
 async def test_stop_session_with_the_chosen_mode(make_app: AppFactory, fake: FakeSource) -> None:

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
 from app.tui.commands import COMMANDS, command_named
-from app.tui.source import Delta, JobRow, Snapshot
+from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
@@ -127,6 +127,12 @@ class MainScreen(Screen[None]):
         table = self._composed("#jobs", JobsTable)
         job = table.jobs.get(table.selected_job_id or "") if table is not None else None
         return job.agent_session if job else None
+
+    @property
+    def known_sessions(self) -> dict[str, SessionRow] | None:
+        """The sessions by label as last read (None: not read yet)."""
+        sessions = self._composed("#sessions", SessionsPanel)
+        return sessions.sessions if sessions is not None else None
 
     @property
     def session_labels(self) -> list[str]:

@@ -30,6 +30,7 @@ class SessionsPanel(DataTable[object]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", **kwargs)  # type: ignore[arg-type]
         self._shown: dict[str, tuple[object, ...]] = {}
+        self.sessions: dict[str, SessionRow] | None = None  # label -> row; None: not read yet
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
             self.add_column(label, key=key)
 
@@ -51,7 +52,8 @@ class SessionsPanel(DataTable[object]):
 
     def show_sessions(self, sessions: Iterable[SessionRow]) -> None:
         """Make the panel show exactly `sessions` (the source sends the full list)."""
-        wanted = {session.label: self._cells(session) for session in sessions}
+        self.sessions = {session.label: session for session in sessions}
+        wanted = {label: self._cells(session) for label, session in self.sessions.items()}
         with self.app.batch_update():
             for label in [label for label in self._shown if label not in wanted]:
                 del self._shown[label]
