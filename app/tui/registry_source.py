@@ -59,6 +59,7 @@ TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
 FINAL = ("completed", "error", "cancelled")
+AGENT_MOVED = "agent published"  # how a transition made by an agent's event starts
 
 
 def _ts(ms: int) -> datetime:
@@ -72,8 +73,14 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
         return _ts(fallback_ms)
 
 
-def job_row(job: Job) -> JobRow:
-    """The jobs-table line for one registry record."""
+def job_row(job: Job, status_reason: str | None = None) -> JobRow:
+    """The jobs-table line for one registry record. `status_reason`: why a final
+    job got its status when no event of its agent says so (a cancel, the control
+    room failing a job whose pane exited); the row then shows that instead of an
+    event from before (a cancelled job still read "permission_required")."""
+    last_event, detail = job.last_event, job.last_detail or ""
+    if status_reason is not None and job.status in FINAL:
+        last_event, detail = job.status, status_reason
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -81,8 +88,8 @@ def job_row(job: Job) -> JobRow:
         agent_session=job.agent_session,
         created_at=_ts(job.created_at_ms),
         updated_at=_parse_iso(job.updated_at, job.created_at_ms),
-        last_event=job.last_event,
-        progress_detail=job.last_detail or "",
+        last_event=last_event,
+        progress_detail=detail,
         missing_events=job.missing_count,
         waiting_permission=job.status == "running" and job.last_event == "permission_required",
     )
@@ -102,7 +109,7 @@ def event_row(message: Message) -> EventRow | None:
             detail=str(payload.get("detail", "")),
         )
     reason = str(payload.get("reason", ""))
-    if message.type == "job.status" and not reason.startswith("agent published"):
+    if message.type == "job.status" and not reason.startswith(AGENT_MOVED):
         detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
     return None
@@ -213,7 +220,8 @@ class RegistrySource:
             self._sessions_at = time.monotonic()
             sessions = tuple(self._session_rows(notices))
         broker = self._probe_broker(notices)
-        rows = [job_row(job) for job in jobs]
+        reasons = self._status_reasons([job.job_id for job in jobs if job.status in FINAL])
+        rows = [job_row(job, reasons.get(job.job_id)) for job in jobs]
         if after_seq <= 0:
             rows.sort(key=row_order)  # already in table order: see _initial_jobs
         return Delta(
@@ -258,6 +266,23 @@ class RegistrySource:
             for row in self._rows(f"SELECT * FROM jobs WHERE job_id IN ({marks})", chunk):
                 found[row["job_id"]] = job_from_row(row)
         return found
+
+    def _status_reasons(self, job_ids: list[str]) -> dict[str, str]:
+        """Why each of these jobs got its status, where no event of its agent moved
+        it (the last transition's reason); jobs an agent's event moved are left out."""
+        reasons: dict[str, str] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = job_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(
+                "SELECT job_id, reason FROM job_transitions WHERE id IN ("
+                f"SELECT MAX(id) FROM job_transitions WHERE job_id IN ({marks}) GROUP BY job_id)",
+                chunk,
+            ):
+                reason = str(row["reason"] or "")
+                if not reason.startswith(AGENT_MOVED):
+                    reasons[str(row["job_id"])] = reason or "no reason recorded"
+        return reasons
 
     def _recent_events(self, cursor: int) -> list[EventRow]:
         start = max(0, cursor - INITIAL_EVENTS_WINDOW)

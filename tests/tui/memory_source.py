@@ -152,6 +152,14 @@ class InMemorySource:
 
     def cancel(self, job_id: str) -> None:
         self._move(job_id, ("pending", "running"), "cancelled")
+        with self.lock:  # the row says why, as the registry's does
+            job = self.jobs[job_id]
+            self.jobs[job_id] = replace(
+                job,
+                last_event="cancelled",
+                progress_detail="cancelled by user",
+                waiting_permission=False,
+            )
 
     def resume(self, job_id: str) -> None:
         self._move(job_id, ("error", "cancelled"), "pending")
