@@ -431,7 +431,13 @@ class ControlRoomApp(App[None]):
         self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
 
     def on_control_room_app_log_path(self, message: LogPath) -> None:
-        self.main.show_log(message.job_id, message.path)
+        # a path found after the cursor moved on is for a job no longer wanted
+        if self.main.log_job_id in (None, message.job_id) or not self.main.log_open:
+            self.main.show_log(message.job_id, message.path)
+
+    @on(MainScreen.LogWanted)
+    def _follow_log(self, message: MainScreen.LogWanted) -> None:
+        self._find_log(message.job_id)
 
     def action_tmux_split(self) -> None:
         if job_id := self._selected_job():

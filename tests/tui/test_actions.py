@@ -336,6 +336,25 @@ async def test_tmux_split_and_log_split(make_app: AppFactory, fake: FakeSource) 
         assert not app.main.log_open
 
 
+async def test_the_log_split_follows_the_selected_job(make_app: AppFactory) -> None:
+    """With the split log tail open, moving to another job tails that job's pane (it
+    stayed on the job it was opened for)."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        select(app, "3fa2c1d0")
+        await pilot.press("l")
+        tail = app.main.query_one("#log-tail")
+        await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
+        await pilot.press("down")  # 5f4e3d2c, which has no pane log yet
+        await wait_until(pilot, lambda: tail.border_title == "pane log · 5f4e3d2c")
+        await wait_until(pilot, lambda: "(no pane log for this job yet)" in tail.lines)  # type: ignore[attr-defined]
+        assert app.main.log_open
+        await pilot.press("up")
+        await wait_until(pilot, lambda: tail.border_title == "pane log · 3fa2c1d0")
+        await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
+
+
 async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
     """Mouse: a click highlights a row, a second click opens its detail."""
     app = make_app()

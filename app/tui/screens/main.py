@@ -9,6 +9,7 @@ from typing import TypeVar
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
@@ -38,6 +39,13 @@ class MainScreen(Screen[None]):
     """How many jobs wait for a permission answer (the header counts them)."""
     problem: reactive[str] = reactive("")
     """Why the registry cannot be read ("" while it can); shown until a read works."""
+
+    class LogWanted(Message):
+        """The split log tail is open and another job is highlighted: tail its pane."""
+
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
 
     class FilterBar(Input):
         """The `/` prompt."""
@@ -70,6 +78,7 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.first_delta_applied = False
+        self.log_job_id: str | None = None  # the job whose pane the split tail follows
 
     def on_mount(self) -> None:
         self.query_one("#jobs", JobsTable).border_title = "jobs"
@@ -167,6 +176,7 @@ class MainScreen(Screen[None]):
         self.add_class("-log-open")
         tail.follow(path)
         tail.border_title = f"pane log · {job_id}"
+        self.log_job_id = job_id
 
     def hide_log(self) -> None:
         self.query_one("#log-tail", PaneTail).remove_class("-open")
@@ -208,6 +218,14 @@ class MainScreen(Screen[None]):
             )
             return
         await self.app.run_action(command.action)
+
+    @on(DataTable.RowHighlighted, "#jobs")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The split log tail follows the highlighted job."""
+        job_id = str(event.row_key.value)
+        if self.log_open and job_id != self.log_job_id:
+            self.log_job_id = job_id  # asked once, however fast the cursor moves on
+            self.post_message(self.LogWanted(job_id))
 
     @on(DataTable.RowSelected, "#jobs")
     async def _row_chosen(self) -> None:
