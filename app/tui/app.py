@@ -12,6 +12,7 @@ from typing import Any
 
 from textual import on, work
 from textual.app import App
+from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.message import Message
 from textual.notifications import SeverityLevel
@@ -441,7 +442,8 @@ class ControlRoomApp(App[None]):
 
     def action_tmux_split(self) -> None:
         if job_id := self._selected_job():
-            done = f"Opened the tmux control-room split for {job_id}"
+            done = f"Opened the tmux control-room split for {job_id} (window w:{job_id}); "
+            done += "attach with: {result}"
             self._call("Opening tmux split", done, "open_control_room_split", job_id)
 
     def action_history(self) -> None:
@@ -468,7 +470,19 @@ class ControlRoomApp(App[None]):
         self.main.open_command_bar()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        """The keys of the screen `?` was pressed on, then the commands that work there."""
+        screen = self.screen
+        own = [
+            binding
+            for binding in screen.BINDINGS
+            if isinstance(binding, Binding) and binding.show and binding.action != "app.back"
+        ]
+        commands = [
+            command
+            for command in COMMANDS
+            if self.check_action(command.action.split("(")[0], ()) is not False
+        ]
+        self.push_screen(HelpScreen(own, commands))
 
     async def action_back(self) -> None:
         if len(self.screen_stack) > 1:

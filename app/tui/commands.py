@@ -48,9 +48,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "tmux", "t", "tmux_split", "tmux", "Open the job's tmux control-room split", show=False
     ),
-    Command(
-        "history", "h", "history", "History", "Show throughput and latency history", show=False
-    ),
+    Command("history", "h", "history", "History", "Show throughput and latency history"),
     Command("filter", "slash", "filter", "Filter", "Filter jobs by text", key_display="/"),
     Command(
         "command",
@@ -75,6 +73,10 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 BINDINGS: list[BindingType] = [command.binding for command in COMMANDS]
+
+# The screens on top of the main one show `esc Back` in their footer (the app's
+# `back` binding stays out of the main footer, where esc only clears things).
+BACK = Binding("escape", "app.back", "Back", key_display="esc", tooltip="Go back")
 
 
 def command_named(name: str) -> Command | None:

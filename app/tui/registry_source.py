@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
 from app.orchestration import Orchestrator
-from app.tmux.driver import TmuxDriver
+from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
 from app.tui.source import (
     BrokerState,
@@ -457,5 +457,6 @@ class RegistrySource:
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id
 
-    def open_control_room_split(self, job_id: str) -> None:
+    def open_control_room_split(self, job_id: str) -> str:
         self.orchestrator.control_room_split(job_id)
+        return self.orchestrator.driver.attach_hint(CONTROL_ROOM_LABEL)

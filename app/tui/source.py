@@ -180,8 +180,9 @@ class ControlRoomSource(Protocol):
         """Register a job and start its agent pane; returns the new job_id."""
         ...
 
-    def open_control_room_split(self, job_id: str) -> None:
-        """Open the tmux window with the job's pane log above its events."""
+    def open_control_room_split(self, job_id: str) -> str:
+        """Open the tmux window with the job's pane log above its events; returns
+        the command that attaches to it (it lives on orchestrate's tmux server)."""
         ...
 
     def start(self) -> None:

@@ -56,9 +56,9 @@ class FakeSource(InMemorySource):
         self.calls.append(("submit", prompt, agent, agent_session))
         return super().submit(prompt, agent, agent_session)
 
-    def open_control_room_split(self, job_id: str) -> None:
+    def open_control_room_split(self, job_id: str) -> str:
         self.calls.append(("open_control_room_split", job_id))
-        super().open_control_room_split(job_id)
+        return super().open_control_room_split(job_id)
 
 
 def fixed_clock() -> datetime:

@@ -189,8 +189,9 @@ class InMemorySource:
             self.add_job(JobRow(job_id, "pending", agent, agent_session, now, now), prompt)
             return job_id
 
-    def open_control_room_split(self, job_id: str) -> None:
+    def open_control_room_split(self, job_id: str) -> str:
         self._job(job_id)
+        return "tmux -L orchestrate-test attach -t =control-room"
 
     def start(self) -> None:
         return None

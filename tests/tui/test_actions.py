@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
 from textual.screen import Screen
-from textual.widgets import Input, RadioSet
-from tui_helpers import loaded, notices, wait_until
+from textual.widgets import DataTable, Footer, Input, RadioSet
+from textual.widgets._footer import FooterKey
+from tui_helpers import loaded, notices, settled, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.commands import COMMANDS
@@ -328,6 +330,9 @@ async def test_tmux_split_and_log_split(make_app: AppFactory, fake: FakeSource) 
         select(app, "3fa2c1d0")
         await pilot.press("t")
         await wait_until(pilot, lambda: ("open_control_room_split", "3fa2c1d0") in fake.calls)
+        # it lives on orchestrate's own tmux server: the notice says how to see it
+        attach = "attach with: tmux -L orchestrate-test attach -t =control-room"
+        await wait_until(pilot, lambda: any(attach in n for n in notices(app)))
         await pilot.press("l")
         await wait_until(pilot, lambda: app.main.log_open)
         tail = app.main.query_one("#log-tail")
@@ -460,3 +465,79 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert "waiting 2" in str(header.render())
         table = app.main.query_one(JobsTable)
         assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}
+
+
+def footer_keys(app: ControlRoomApp) -> dict[str, str]:
+    """What the footer shows: key as displayed -> description."""
+    keys = app.screen.query_one(Footer).query(FooterKey)
+    return {key.key_display: key.description for key in keys}
+
+
+async def test_footers_show_history_and_back(make_app: AppFactory, state_dir: Path) -> None:
+    """The main footer shows `h History`; the screens on top of it show `esc Back`."""
+    app = make_app()
+    async with app.run_test(size=(130, 40)) as pilot:
+        await loaded(pilot)
+        await settled(pilot)
+        assert footer_keys(app).get("h") == "History"
+        assert "esc" not in footer_keys(app)  # on the main screen esc only clears things
+        select(app, "3fa2c1d0")
+        for key, screen_type in (
+            ("enter", JobDetailScreen),
+            ("question_mark", HelpScreen),
+            ("h", HistoryScreen),
+        ):
+            await pilot.press(key)
+            await wait_until(pilot, lambda: isinstance(app.screen, screen_type))  # noqa: B023
+            await settled(pilot)
+            assert footer_keys(app).get("esc") == "Back", screen_type
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+
+async def test_help_on_history_lists_its_own_keys(make_app: AppFactory, state_dir: Path) -> None:
+    """? on the History screen lists b Rebuild and a Agent, and not the job keys,
+    which do nothing there; `a` before any build says why nothing happens."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("h")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        await wait_until(pilot, lambda: screen.load_count > 0)
+        await pilot.press("a")
+        assert "No history built yet: press b to build it" in notices(app)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#keys", DataTable)
+        rows = {
+            str(table.get_row_at(n)[1]): str(table.get_row_at(n)[0]) for n in range(table.row_count)
+        }
+        assert rows["rebuild"] == "b" and rows["agent"] == "a"
+        assert not {"cancel", "resume", "stop", "yes", "log", "open"} & set(rows)
+        assert {"new", "filter", "help", "quit"} <= set(rows)
+
+
+async def test_an_empty_command_only_closes_the_prompt(make_app: AppFactory) -> None:
+    """`:` then enter with nothing typed closes the prompt, without "No command ''"."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("colon", "enter")
+        await pilot.pause()
+        assert not app.main.query_one("#command").has_class("-open")
+        assert not [n for n in notices(app) if "No command" in n]
+
+
+async def test_one_missing_event_is_worded_singular(make_app: AppFactory, fake: FakeSource) -> None:
+    """The detail's gap line reads "1 event missing", never "1 events missing"."""
+    fake.emit("3fa2c1d0", "progress", "running tests 4/12", skip=1)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        select(app, "3fa2c1d0")
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, JobDetailScreen)
+        await wait_until(pilot, lambda: screen.detail is not None)
+        assert str(screen.query_one("#gaps").render()) == "⚠ 1 event missing (seq 4)"

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Label
+from textual.widgets import DataTable, Footer, Label
 
-from app.tui.commands import COMMANDS
+from app.tui.commands import COMMANDS, Command
 
 
 class HelpScreen(ModalScreen[None]):
-    """Built from COMMANDS, so a new command shows up here without editing this file."""
+    """Built from COMMANDS, so a new command shows up here without editing this file:
+    the keys of the screen it was opened on first, then the commands that work there."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; background: $background 60%; }
@@ -24,7 +27,20 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #hint { color: $text-muted; margin-top: 1; }
     """
 
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss(None)", "Close", show=False)]
+    BINDINGS = [
+        Binding("escape,question_mark,q", "dismiss(None)", "Back", key_display="esc"),
+    ]
+
+    def __init__(
+        self,
+        own_keys: Sequence[Binding] = (),
+        commands: Sequence[Command] = COMMANDS,
+    ) -> None:
+        """`own_keys`: the bindings of the screen underneath; `commands`: those that
+        apply there (the job keys do nothing on the History screen)."""
+        super().__init__()
+        self.own_keys = list(own_keys)
+        self.commands = list(commands)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -34,11 +50,17 @@ class HelpScreen(ModalScreen[None]):
                 "ctrl+p palette · `:name` runs a command · click a row twice to open it",
                 id="hint",
             )
+        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#keys", DataTable)
         table.add_columns("key", "command", "what it does")
-        for command in COMMANDS:
+        for binding in self.own_keys:
+            name = binding.description.lower()
+            table.add_row(
+                binding.key_display or binding.key, name, binding.tooltip, key=f"screen.{name}"
+            )
+        for command in self.commands:
             table.add_row(
                 command.key_display or command.key, command.name, command.help, key=command.name
             )

@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker
 
 from app.settings import find_state_dir
+from app.tui.commands import BACK
 from app.tui.screens.history_commands import HistoryCommands
 from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
 from app.tui.widgets.history_charts import (
@@ -62,6 +63,7 @@ class HistoryScreen(Screen[None]):
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
         Binding("b", "rebuild", "Rebuild", tooltip="Export the bus and run the history build"),
         Binding("a", "cycle_agent", "Agent", tooltip="Charts of one agent, the next, or all"),
+        BACK,
     ]
     COMMANDS = {HistoryCommands}
 
@@ -369,7 +371,16 @@ class HistoryScreen(Screen[None]):
 
     def action_cycle_agent(self) -> None:
         """All agents → the first → … → the last → all agents."""
-        if self.snapshot is None or not self.snapshot.agents:
+        if self.snapshot is None:
+            if self.loading_history:
+                self.notify("The history is still being read", severity="warning")
+            elif self.damaged:
+                self.notify("The history cannot be read: press b to rebuild it", severity="warning")
+            else:
+                self.notify("No history built yet: press b to build it", severity="warning")
+            return
+        if not self.snapshot.agents:
+            self.notify("The history holds no agent yet", severity="warning")
             return
         choices: list[str | None] = [None, *self.snapshot.agents]
         self.agent = choices[(choices.index(self.agent) + 1) % len(choices)]

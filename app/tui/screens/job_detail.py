@@ -14,8 +14,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from app.tui.commands import BACK
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobDetail, JobNotFound
 from app.tui.widgets.pane_tail import PaneTail
+from app.tui.wording import counted
 
 REFRESH_INTERVAL_S = 0.5
 
@@ -30,6 +32,8 @@ class JobDetailScreen(Screen[None]):
     JobDetailScreen #gaps { color: $warning; }
     JobDetailScreen #why { color: $text-accent; }
     """
+
+    BINDINGS = [BACK]
 
     detail: reactive[JobDetail | None] = reactive(None, init=False)
     """The latest detail read from the source (None until the first read)."""
@@ -122,7 +126,7 @@ class JobDetailScreen(Screen[None]):
         gaps = ""
         if detail.missing_seqs:
             seqs = ", ".join(str(seq) for seq in detail.missing_seqs[:20])
-            gaps = f"⚠ {len(detail.missing_seqs)} events missing (seq {seqs})"
+            gaps = f"⚠ {counted(len(detail.missing_seqs), 'event')} missing (seq {seqs})"
         self.query_one("#gaps", Static).update(gaps)
         table = self.query_one("#timeline", DataTable)
         with self.app.batch_update():

@@ -211,6 +211,8 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#command")
     async def _command_submitted(self, event: Input.Submitted) -> None:
         self._close_bar(event.input)
+        if not event.value.strip(" :"):  # enter on an empty prompt only closes it
+            return
         command = command_named(event.value)
         if command is None:
             self.notify(
