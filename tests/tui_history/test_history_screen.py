@@ -21,7 +21,7 @@ import app.tui.screens.history as history_module
 import app.tui.widgets.history_charts as charts_module
 from app.tui.screens.history import HistoryScreen, chart_sizes
 from app.tui.screens.main import MainScreen
-from app.tui.widgets.build_panel import BuildPanel
+from app.tui.widgets.build_panel import BuildPanel, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.reader import history_version
 
@@ -480,3 +480,45 @@ async def test_coming_back_reads_again(make_app: AppFactory, state_dir: Path) ->
         await pilot.press("h")
         await wait_until(pilot, lambda: screen.load_count == 2, "the second load")
         assert app.screen is screen and len(screen.snapshot.agents) == 5
+
+
+def test_a_rebuild_exports_the_bus_once(tmp_path: Path) -> None:
+    """`b` runs `orchestrate history build`, which exports the bus itself: a separate
+    export before it made the build's log say "exported 0 new bus message(s)"."""
+    steps = default_build_steps(tmp_path, False)
+    assert [step.name for step in steps] == ["history build"]
+    assert steps[0].argv[-2:] == ("history", "build")
+
+
+async def test_an_agent_without_runs_draws_no_negative_axis(
+    make_app: AppFactory, state_dir: Path
+) -> None:
+    """An agent that only registered jobs: its charts start at 0 (plotext drew a flat
+    0 line on a -1 … 0 axis) and the empty ones say "no runs in this range"."""
+    rows = aggregate_rows(days=1, agents=2)
+    idle = {
+        **rows[0],
+        "agent": "idle-bot",
+        "jobs_started": 0,
+        "jobs_completed": 0,
+        "jobs_errored": 0,
+        "error_rate": None,
+        "runs": 0,
+        "run_ms_p50": None,
+        "run_ms_p95": None,
+    }
+    write_history(state_dir, days=1, rows=[*rows, idle])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await wait_until(pilot, lambda: screen.snapshot is not None)
+        screen.agent = "idle-bot"
+        await pilot.pause()
+        for chart_id in ("throughput", "duration", "error-rate"):
+            chart = screen.query_one(f"#{chart_id}", HistoryChart)
+            await wait_until(pilot, lambda: chart.data is not None and chart.draws > 0)  # noqa: B023
+            width, height = chart.size
+            text = "\n".join(s.text for s in chart.render_lines(Region(0, 0, width, height)))
+            assert "-0." not in text and "-1.0" not in text, (chart_id, text)
+            if chart_id != "throughput":  # a flat 0 line of completed jobs is data
+                assert "no runs in this range" in text, (chart_id, text)

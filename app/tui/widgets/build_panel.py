@@ -31,11 +31,13 @@ class BuildStep:
 
 
 def default_build_steps(state_dir: Path, full: bool) -> list[BuildStep]:
-    """Export the bus first (appends only what is new, so cheap when nothing is), then
-    run the Spark build: a user who just ran demo agents gets a history with one key."""
+    """`orchestrate history build`, which exports the bus first (appending only what is
+    new) and then runs Spark: a user who just ran demo agents gets a history with one
+    key. One step: an `orchestrate export` before it made the build's own export say
+    "exported 0 new bus messages", which read like a failure."""
     base = (sys.executable, "-m", "app", "--state-dir", str(state_dir))
     build = (*base, "history", "build", *(("--full",) if full else ()))
-    return [BuildStep("export", (*base, "export")), BuildStep("history build", build)]
+    return [BuildStep("history build", build)]
 
 
 BuildSteps = Callable[[Path, bool], Sequence[BuildStep]]

@@ -23,6 +23,7 @@ BUCKET_HOURS = (1, 2, 3, 4, 6, 8, 12, 24, 48, 168)
 POINT_MARKER = "●"  # a series of one point: plotext's line marker would draw a quarter block
 MAX_MARKER_LINES = 12  # more restarts than this are drawn as marks, not lines
 Y_AXIS_WIDTH = 8  # columns plotext takes for the y labels and axis, about
+EMPTY_CHART = "no runs in this range"
 NICE_STEPS = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168, 336, 720, 2160, 8760)
 
 
@@ -206,8 +207,14 @@ def plot_chart(plt: Plot, data: ChartData) -> None:
         plt.xlim(-1, 1)
     else:
         plt.xlim(0, data.hours - 1)
+    values = [y for series in data.series for y in series.ys]
     if data.y_max is not None:
         plt.ylim(0, data.y_max)
+    elif not any(y > 0 for y in values):  # plotext would centre a flat 0 line: -1 … 0
+        plt.ylim(0, 1)
+    if not values:  # an agent with no runs in these hours: say so, not an empty box
+        middle = 0.0 if data.hours == 1 else (data.hours - 1) / 2
+        plt.text(EMPTY_CHART, middle, (data.y_max or 1) / 2, alignment="center")
     for series in data.series:
         if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
             plt.scatter(list(series.xs), list(series.ys), marker=POINT_MARKER, label=series.label)
