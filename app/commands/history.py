@@ -19,6 +19,7 @@ from app.settings import Settings, find_cache_dir
 from registry.history.errors import CorruptHistory, JavaNotFound, java_available
 from registry.history.schema import HistoryPaths
 from registry.history.spark_options import check_driver_memory, check_master
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from registry.history.reader import HourlyAggregate, RestartMarker
@@ -133,8 +134,10 @@ def build(
             _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
-        f"{kind} build: {report.new_facts} new fact(s) from {report.lines_read} line(s), "
-        f"{report.malformed} malformed line(s) skipped; {report.facts_rows} facts in all; "
+        f"{kind} build: {counted(report.new_facts, 'new fact')} from "
+        f"{counted(report.lines_read, 'line')}, "
+        f"{counted(report.malformed, 'malformed line')} skipped; "
+        f"{counted(report.facts_rows, 'fact')} in all; "
         f"{report.seconds:.1f} s"
     )
 
@@ -182,7 +185,7 @@ def _export_bus(settings: Settings) -> None:
     bus = settings.open_bus()
     target = default_target(bus)
     written = export_jsonl(bus, target)
-    _progress(f"exported {written} new bus message(s) to {target}")
+    _progress(f"exported {counted(written, 'new bus message')} to {target}")
 
 
 def _duration(ms: float | None) -> str:

@@ -16,6 +16,7 @@ from bus.messages import MAX_SEQ, Bus, Message, Outgoing
 from registry.errors import InvalidEvent
 from registry.events import decode_json
 from registry.records import check_label
+from registry.wording import counted
 
 
 def default_agent() -> str:
@@ -204,4 +205,4 @@ def export(settings: Settings, out: Path | None) -> None:
     bus = settings.open_bus()
     target = out or default_target(bus)
     written = export_jsonl(bus, target)
-    click.echo(f"exported {written} message(s) to {target}", err=True)
+    click.echo(f"exported {counted(written, 'message')} to {target}", err=True)

@@ -228,7 +228,13 @@ class Orchestrator:
         old_pane = self.pane_for_job(job_id)
         if old_pane is not None:  # the last attempt's pane: one pane per job
             driver.kill_pane(old_pane)
-        return self._start(job, argv, workdir, None, why=f"resumed (attempt {job.retry_count + 1})")
+        # retry_count only counts lease expiries: count every return to pending instead
+        attempt = 1 + sum(
+            1
+            for change in self.registry.history(job_id)
+            if change.from_state is not None and change.to_state == "pending"
+        )
+        return self._start(job, argv, workdir, None, why=f"resumed (attempt {attempt})")
 
     def pane_for_job(self, job_id: str) -> str | None:
         """The job's agent pane, or None (no tmux server, or the pane is gone)."""

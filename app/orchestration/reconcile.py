@@ -23,6 +23,7 @@ from app.tmux.models import PaneStatus
 from bus import heartbeats
 from bus.messages import Outgoing
 from registry.records import Job
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from app.orchestration.orchestrator import Orchestrator
@@ -69,11 +70,11 @@ class ReconcileReport:
         for state in self.sampled.values():
             counts[state] = counts.get(state, 0) + 1
         by_state = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-        parts = [f"{len(self.sampled)} agent pane(s)" + (f" ({by_state})" if by_state else "")]
-        parts += [f"job {job} -> error: {why}" for job, why in self.errored.items()]
+        parts = [counted(len(self.sampled), "agent pane") + (f" ({by_state})" if by_state else "")]
+        parts += [f"job {job} → error: {why}" for job, why in self.errored.items()]
         parts += [f"job {job} flagged: {why}" for job, why in self.flagged.items()]
-        parts += [f"session {label} -> terminated" for label in self.terminated_sessions]
-        parts += [f"job {job} lease expired -> pending" for job in self.expired]
+        parts += [f"session {label} → terminated" for label in self.terminated_sessions]
+        parts += [f"job {job} lease expired → pending" for job in self.expired]
         return "; ".join(parts)
 
 

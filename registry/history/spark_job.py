@@ -65,6 +65,7 @@ from registry.history.watermark import (
     swap_in,
     write_journal,
 )
+from registry.wording import counted
 
 Progress = Callable[[str], None]
 
@@ -341,7 +342,7 @@ def _run(
     )
     if plan.uris:
         facts, line_obs, kept_obs = parse_input(spark, plan)
-        progress(f"reading {len(plan.uris)} file(s), writing facts")
+        progress(f"reading {counted(len(plan.uris), 'file')}, writing facts")
         if plan.full:
             building = paths.facts.with_name("facts.building")
             shutil.rmtree(building, ignore_errors=True)
@@ -359,7 +360,10 @@ def _run(
         if new_facts:
             state.max_seq = max(state.max_seq, _metric(kept_obs, "max_seq"))
             state.max_ts_ms = max(state.max_ts_ms, _metric(kept_obs, "max_ts_ms"))
-        progress(f"read {lines} line(s): {new_facts} new fact(s), {malformed} malformed skipped")
+        progress(
+            f"read {counted(lines, 'line')}: {counted(new_facts, 'new fact')}, "
+            f"{malformed} malformed skipped"
+        )
         if new_facts and not plan.full:
             hours_us = affected_hours(paths, new_dir)
             write_journal(paths, state.build_id)
@@ -383,10 +387,10 @@ def _run(
     elif hours_us:
         jobs = jobs_in_hours(paths, hours_us)
         if len(jobs) > MAX_CONTEXT_JOBS:  # a big catch-up: one full pass is cheaper
-            progress(f"aggregating per hour and agent ({len(hours_us)} hour(s) touched)")
+            progress(f"aggregating per hour and agent ({counted(len(hours_us), 'hour')} touched)")
             agg_rows = _write_tables(aggregate(facts_all()), paths, None)
         else:
-            progress(f"re-aggregating {len(hours_us)} hour(s) touched by new facts")
+            progress(f"re-aggregating {counted(len(hours_us), 'hour')} touched by new facts")
             context = _context(spark, paths, hours_us, jobs)
             agg_rows = _write_tables(aggregate(context), paths, hours_us)
     state.built_at_ms = int(time.time() * 1000)

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 from registry.history.errors import BuildAlreadyRunning, CorruptHistory, NoHistoryInput
 from registry.history.schema import HistoryPaths
+from registry.wording import counted
 
 STATE_VERSION = 1
 CHECK_BYTES = 256
@@ -213,7 +214,9 @@ def plan_read(
             target = paths.staging / f"part-{index:05d}.jsonl"
             _copy_range(path, target, start, end)
             staged.append(target.as_uri())
-    reason = f"incremental: {len(staged)} file(s) with new lines after seq {previous.max_seq}"
+    reason = (
+        f"incremental: {counted(len(staged), 'file')} with new lines after seq {previous.max_seq}"
+    )
     return ReadPlan(False, tuple(staged), previous.max_seq, marks, reason)
 
 
@@ -278,5 +281,5 @@ def roll_back_interrupted_append(paths: HistoryPaths, progress: Callable[[str], 
         extra = [name for name in fact_files(paths) if name not in known]
         for name in extra:
             (paths.facts / name).unlink()
-        progress(f"rolled back an interrupted build ({len(extra)} file(s) removed)")
+        progress(f"rolled back an interrupted build ({counted(len(extra), 'file')} removed)")
     paths.journal.unlink()

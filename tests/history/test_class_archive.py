@@ -65,7 +65,7 @@ def test_a_later_build_maps_the_archive(
     proc = build(state_dir, cluster_build.cache, JAVA_TOOL_OPTIONS="-Xshare:on")
     assert proc.returncode == 0, proc.stderr
     assert "JVM: C1 JIT, class archive" in proc.stderr
-    assert "full build: " in proc.stdout and "from 1000 line(s)" in proc.stdout
+    assert "full build: " in proc.stdout and "from 1000 lines" in proc.stdout
 
 
 def damaged_copy(cache: Path, into: Path) -> Path:

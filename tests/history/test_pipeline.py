@@ -277,7 +277,7 @@ def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path
     found = [(int(m[2]), int(m[3])) for m in stages if m]
     assert found and all(0 <= done <= total for done, total in found), lines
     first = next(i for i, m in enumerate(stages) if m)
-    assert lines[first - 1].startswith("reading 1 file(s)"), "the first stage is the read"
+    assert lines[first - 1].startswith("reading 1 file,"), "the first stage is the read"
     time.sleep(0.1)
     assert len(lines) == counted, "no line after the build returned"
 

@@ -114,6 +114,11 @@ def test_cancel_interrupts_the_agent_and_resume_job_starts_it_again(
     new_pane = orch.pane_for_job(job.job_id)
     assert new_pane not in (None, old_pane) and orch.driver.pane_alive(str(new_pane))
     assert not orch.driver.pane_status(str(old_pane)).exists  # one pane per job
+    # the real attempt number (retry_count counts only lease expiries: it said 1)
+    assert orch.registry.history(job.job_id)[-1].reason.startswith("resumed (attempt 2)")
+    assert orch.cancel(job.job_id).status == "cancelled"
+    orch.resume_job(job.job_id)
+    assert orch.registry.history(job.job_id)[-1].reason.startswith("resumed (attempt 3)")
     with pytest.raises(JobNotFound):
         orch.cancel("deadbeef")
 
@@ -139,7 +144,7 @@ def test_demo_runs_three_varied_agents_end_to_end(
     assert cli("answer", "--job", ids[1], "y").returncode == 0
     wait_for(lambda: status(ids[1]).status == "completed", what="demo-2 to complete")
     summary = cli("reconcile")
-    assert summary.returncode == 0 and summary.stdout.startswith("0 agent pane(s)")
+    assert summary.returncode == 0 and summary.stdout.startswith("0 agent panes")
 
 
 def test_a_job_whose_pane_is_still_starting_is_not_failed(

@@ -23,7 +23,7 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
-from app.tui.source import JobRow
+from app.tui.source import JobRow, SessionRow
 from app.tui.widgets.jobs_table import JobsTable
 
 AppFactory = Callable[[], ControlRoomApp]
@@ -541,3 +541,17 @@ async def test_one_missing_event_is_worded_singular(make_app: AppFactory, fake: 
         assert isinstance(screen, JobDetailScreen)
         await wait_until(pilot, lambda: screen.detail is not None)
         assert str(screen.query_one("#gaps").render()) == "⚠ 1 event missing (seq 4)"
+
+
+async def test_a_session_that_is_gone_is_not_idle(make_app: AppFactory, fake: FakeSource) -> None:
+    """A killed tmux session read `terminated  gone  idle`: nothing runs there to be
+    idle, so its liveness reads "—"."""
+    fake.add_session(SessionRow("omega", "terminated", False, "idle"))
+    fake.add_session(SessionRow("quiet", "running", True, "idle"))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        panel = app.main.query_one("#sessions", DataTable)
+        await wait_until(pilot, lambda: "omega" in panel.rows)
+        assert str(panel.get_cell("omega", "liveness")) == "—"
+        assert str(panel.get_cell("quiet", "liveness")) == "idle"

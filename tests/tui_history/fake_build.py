@@ -14,7 +14,7 @@ from history_fixture import write_history
 
 def main(mode: str, state_dir: Path, gate: Path) -> int:
     if mode == "export":
-        print(f"exported 42 message(s) to {state_dir}/export/bus.jsonl", file=sys.stderr)
+        print(f"exported 42 messages to {state_dir}/export/bus.jsonl", file=sys.stderr)
         return 0
     print("history: starting Spark (master local[*])", file=sys.stderr, flush=True)
     if mode == "fail":
@@ -23,13 +23,13 @@ def main(mode: str, state_dir: Path, gate: Path) -> int:
             file=sys.stderr,
         )
         return 2
-    print("history: reading 42 line(s)", file=sys.stderr, flush=True)
+    print("history: reading 42 lines", file=sys.stderr, flush=True)
     deadline = time.monotonic() + 30
     while not gate.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     write_history(state_dir)
     print("history: wrote aggregates", file=sys.stderr, flush=True)
-    print("full build: 42 new fact(s) from 42 line(s), 0 malformed line(s) skipped; 0.1 s")
+    print("full build: 42 new facts from 42 lines, 0 malformed lines skipped; 0.1 s")
     return 0
 
 

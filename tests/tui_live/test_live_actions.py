@@ -202,4 +202,4 @@ async def test_reconcile_runs_live_and_catches_a_dead_pane(
         assert pane_id is not None
         orch.driver.kill_pane(pane_id)
         await wait_until(pilot, lambda: status_of(app, job.job_id) == "error", "error")
-        await wait_notice(pilot, app, f"job {job.job_id} -> error")
+        await wait_notice(pilot, app, f"job {job.job_id} → error")

@@ -41,11 +41,14 @@ class SessionsPanel(DataTable[object]):
     def _cells(self, session: SessionRow) -> tuple[object, ...]:
         colour = LIVENESS_COLOURS.get(session.liveness, "foreground")
         age = "" if session.heartbeat_age_s is None else f"{session.heartbeat_age_s:.0f}s"
+        liveness = Text(session.liveness, style=theme_style(self.app, colour, bold=True))
+        if session.liveness == "idle" and not session.tmux_alive:
+            liveness = Text("—")  # nothing runs there to be idle: a killed tmux session
         return (
             session.label,
             session.state,
             "alive" if session.tmux_alive else "gone",
-            Text(session.liveness, style=theme_style(self.app, colour, bold=True)),
+            liveness,
             age,
             session.current_job or "",
         )
