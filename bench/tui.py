@@ -22,7 +22,7 @@ Each case runs in its own subprocess (so `ru_maxrss` is that case's peak):
   `publish->row` rows), and -> the next frame the compositor draws after that
   apply (`publish->frame drawn`, measured with `call_after_refresh`). The second
   includes rendering; both count every event, also those whose row is scrolled
-  out of view (the 100 live jobs are the newest, at the bottom of the table).
+  out of view (the 100 live jobs sit at the top of the table, above the finished).
 """
 
 from __future__ import annotations
