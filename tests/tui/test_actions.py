@@ -555,3 +555,23 @@ async def test_a_session_that_is_gone_is_not_idle(make_app: AppFactory, fake: Fa
         await wait_until(pilot, lambda: "omega" in panel.rows)
         assert str(panel.get_cell("omega", "liveness")) == "—"
         assert str(panel.get_cell("quiet", "liveness")) == "idle"
+
+
+async def test_an_80_by_24_terminal_keeps_events_jobs_and_help_readable(
+    make_app: AppFactory,
+) -> None:
+    """The classic terminal size: the sessions panel gives way to the event stream
+    (it kept a fixed 56 of 80 columns), the jobs table keeps more rows than the
+    bottom panels, and the help modal fits on screen."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        events = app.main.query_one("#events").outer_size.width
+        sessions = app.main.query_one("#sessions").outer_size.width
+        assert events >= 40 and sessions <= 40 and events + sessions == 80
+        jobs = app.main.query_one("#jobs").outer_size.height
+        assert jobs >= app.main.query_one("#bottom").outer_size.height
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one("Vertical").region
+        assert box.right <= 80 and box.bottom <= 24

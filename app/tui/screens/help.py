@@ -20,7 +20,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; background: $background 60%; }
     HelpScreen > Vertical {
-        width: 84; height: auto; max-height: 90%; padding: 1 2;
+        width: 84; max-width: 100%; height: auto; max-height: 100%; padding: 1 2;
         background: $panel; border: thick $primary 80%;
     }
     HelpScreen DataTable { height: auto; max-height: 30; }

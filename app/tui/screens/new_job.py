@@ -28,7 +28,8 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
     DEFAULT_CSS = """
     NewJobScreen { align: center middle; background: $background 60%; }
     NewJobScreen > Vertical {
-        width: 80; height: auto; padding: 1 2; background: $panel; border: thick $primary 80%;
+        width: 80; max-width: 100%; height: auto; padding: 1 2;
+        background: $panel; border: thick $primary 80%;
     }
     NewJobScreen #error { color: $error; height: auto; }
     NewJobScreen Horizontal { height: auto; align-horizontal: right; }
