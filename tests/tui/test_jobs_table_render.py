@@ -65,3 +65,25 @@ async def test_new_rows_are_measured_as_they_are_added() -> None:
         widths = {str(column.key.value): column.content_width for column in table.columns.values()}
         assert (widths["job_id"], widths["session"], widths["progress"]) == (8, 7, 25)
         assert not table._require_update_dimensions  # the idle pass has nothing left
+
+
+async def test_a_long_label_or_detail_is_clipped_and_missing_events_stay_in_view() -> None:
+    """A 40-character session label pushed the columns after it (the ⚠ of missing
+    events among them) off an 80-column screen; progress was cut at 28 cells."""
+    app = TableApp()
+    async with app.run_test(size=(80, 6)) as pilot:
+        table = app.query_one(JobsTable)
+        long_label = "nowhere-session-with-a-very-long-label-xyz"
+        detail = "step 3 of 5: src/api/routes.py and its tests"
+        row = replace(job(1, detail), agent_session=long_label, missing_events=1)
+        table.apply([row], (), NOW)
+        await pilot.pause()
+        drawn = line_text(table, 1)
+        assert "nowhere-session-with-a-…" in drawn and long_label not in drawn
+        assert "⚠ 1" in drawn
+    app = TableApp()
+    async with app.run_test(size=(120, 6)) as pilot:
+        table = app.query_one(JobsTable)
+        table.apply([job(1, detail)], (), NOW)
+        await pilot.pause()
+        assert detail in line_text(table, 1)  # 44 cells: no longer cut at 28

@@ -6,7 +6,7 @@ from collections.abc import Container, Iterable
 from datetime import datetime
 from typing import Any
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Region
@@ -24,10 +24,14 @@ COLUMNS = (
     ("agent", "agent"),
     ("session", "session"),
     ("age", "age"),
+    ("missing", "missing"),
     ("last_event", "last event"),
     ("progress", "progress"),
-    ("missing", "missing"),
 )
+# Cells past these widths end in "…": a long session label would push the columns
+# after it off screen, and progress, last, has the room the others leave.
+SESSION_CELLS = 24
+PROGRESS_CELLS = 60
 RENDER_CACHE_ROWS = 200  # rows' renders kept: a few screenfuls (see _size_render_caches)
 
 
@@ -55,6 +59,11 @@ def _plain(value: str) -> Text:
 def _width(value: object) -> int:
     """Terminal cells a table value takes (Text or plain)."""
     return value.cell_len if isinstance(value, Text) else cell_len(str(value))
+
+
+def _clipped(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` terminal cells, an ellipsis marking a cut."""
+    return text if cell_len(text) <= cells else set_cell_size(text, cells - 1) + "…"
 
 
 def matches(job: JobRow, filter_text: str) -> bool:
@@ -131,16 +140,15 @@ class JobsTable(DataTable[object]):
         missing: object = _plain("")
         if job.missing_events:
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
-        detail = job.progress_detail
         return (
             _plain(job.job_id),
             Text(job.status, style=status_style),
             _plain(job.agent),
-            _plain(job.agent_session),
+            _plain(_clipped(job.agent_session, SESSION_CELLS)),
             _plain(age),
-            _plain(last_event) if isinstance(last_event, str) else last_event,
-            _plain(detail if len(detail) <= 28 else detail[:27] + "…"),
             missing,
+            _plain(last_event) if isinstance(last_event, str) else last_event,
+            _plain(_clipped(job.progress_detail, PROGRESS_CELLS)),
         )
 
     def _show(self, job: JobRow) -> None:
