@@ -21,6 +21,7 @@ from registry import jobs as registry_jobs
 from registry.errors import NoPendingJob
 from registry.jobs import Registry
 from registry.queue import QueueClient, Task, enqueue_task, nudge, requeue_expired
+from registry.records import Job
 
 SHORT_LEASE_MS = 300
 
@@ -162,14 +163,20 @@ def test_registry_backed_queue_moves_jobs(tmp_path: Path) -> None:
     assert "retried 1\u00d7 after lease expiry" in registry.why(job.job_id)
 
 
-def test_a_released_job_goes_back_to_pending_and_is_picked_again(tmp_path: Path) -> None:
-    """A worker shutting down gives its job back: pending at once, not running with
-    nobody on it (the next pick used to settle its task and strand it)."""
+def a_held_job(tmp_path: Path) -> tuple[Registry, Job, QueueClient, Task]:
+    """A registry with one job that a queue worker on tmux:w has picked."""
     registry = Registry.open(tmp_path / "state")
     job = registry.register("p", "a", "tmux:w", timeout_sec=600)
     client = QueueClient(registry, "tmux:w")
     task = client.next_task()
     assert task is not None
+    return registry, job, client, task
+
+
+def test_a_released_job_goes_back_to_pending_and_is_picked_again(tmp_path: Path) -> None:
+    """A worker shutting down gives its job back: pending at once, not running with
+    nobody on it (the next pick used to settle its task and strand it)."""
+    registry, job, client, task = a_held_job(tmp_path)
     client.release_task(task.task_id)
     assert registry.get(job.job_id).status == "pending"
     again = QueueClient(registry, "tmux:w").next_task()
@@ -204,11 +211,7 @@ def test_completing_a_job_cancelled_meanwhile_is_refused_not_taken_as_done(
 ) -> None:
     """The operator cancels while a worker holds the job: the worker's completion is
     refused (its result is dropped), not reported as a completion that landed."""
-    registry = Registry.open(tmp_path / "state")
-    job = registry.register("p", "a", "tmux:w", timeout_sec=600)
-    client = QueueClient(registry, "tmux:w")
-    task = client.next_task()
-    assert task is not None
+    registry, job, client, task = a_held_job(tmp_path)
     registry.cancel(job.job_id)
     with pytest.raises(StaleClaim, match="was cancelled"):
         client.complete_task(task.task_id, {"summary": "late"})

@@ -9,6 +9,7 @@ from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RadioSet
 from textual.widgets._footer import FooterKey
@@ -258,16 +259,22 @@ async def test_help_lists_every_binding(make_app: AppFactory) -> None:
         assert isinstance(app.screen, MainScreen)
 
 
+async def open_detail(pilot: Pilot[None], app: ControlRoomApp, job_id: str) -> JobDetailScreen:
+    """Select ``job_id``, press enter, and wait for its detail to load."""
+    select(app, job_id)
+    await pilot.press("enter")
+    screen = app.screen
+    assert isinstance(screen, JobDetailScreen)
+    await wait_until(pilot, lambda: screen.detail is not None)
+    return screen
+
+
 async def test_enter_opens_detail_and_esc_goes_back(make_app: AppFactory) -> None:
     """enter opens the job detail with its timeline, gap warning and pane tail."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        select(app, "5f4e3d2c")
-        await pilot.press("enter")
-        screen = app.screen
-        assert isinstance(screen, JobDetailScreen)
-        await wait_until(pilot, lambda: screen.detail is not None)
+        screen = await open_detail(pilot, app, "5f4e3d2c")
         assert "2 events missing" in str(screen.query_one("#gaps").render())
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
@@ -535,11 +542,7 @@ async def test_one_missing_event_is_worded_singular(make_app: AppFactory, fake: 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        select(app, "3fa2c1d0")
-        await pilot.press("enter")
-        screen = app.screen
-        assert isinstance(screen, JobDetailScreen)
-        await wait_until(pilot, lambda: screen.detail is not None)
+        screen = await open_detail(pilot, app, "3fa2c1d0")
         assert str(screen.query_one("#gaps").render()) == "⚠ 1 event missing (seq 4)"
 
 
