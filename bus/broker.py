@@ -14,11 +14,9 @@ an offline persistent subscriber).
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import pwd
-import re
 import shutil
 import signal
 import socket
@@ -28,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bus.broker_checks import check_bind, check_port, check_users
 from bus.errors import BrokerSetupError
 
 CONFIG_NAME = "mosquitto.conf"
@@ -74,43 +73,6 @@ class BrokerSettings:
     tls: bool = False
     topic_prefix: str = DEFAULT_PREFIX
     authenticated: bool = False  # password file + ACL, no anonymous clients
-
-
-def check_port(port: int) -> int:
-    """``port`` if it is a TCP port number, else ``BrokerSetupError``."""
-    if not 1 <= port <= 65535:
-        raise BrokerSetupError(f"port must be in 1-65535, got {port}")
-    return port
-
-
-_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
-
-
-def check_bind(address: str) -> str:
-    """``address`` if a listener can bind to it: an IP address (v4 or v6), or a host
-    name made of valid labels; else ``BrokerSetupError``. It goes into
-    mosquitto.conf as one word, so anything else would break or bend the config."""
-    with contextlib.suppress(ValueError):
-        return str(ipaddress.ip_address(address))
-    labels = address.removesuffix(".").split(".")
-    if (
-        len(address) <= 253
-        and all(_HOST_LABEL.fullmatch(label) for label in labels)
-        and not labels[-1].isdigit()  # 300.1.1.1 is a bad IP address, not a host name
-    ):
-        return address
-    raise BrokerSetupError(f"bind address must be an IP address or a host name, got {address!r}")
-
-
-def check_users(users: Sequence[BrokerUser]) -> Sequence[BrokerUser]:
-    """``users`` if no name appears twice (the password file would keep only the
-    last password, and the ACL would grant the name both roles' topics)."""
-    seen: set[str] = set()
-    for user in users:
-        if user.name in seen:
-            raise BrokerSetupError(f"broker user {user.name!r} is given twice")
-        seen.add(user.name)
-    return users
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -16,11 +16,11 @@ from bus.broker import (
     BrokerSettings,
     BrokerUser,
     Mosquitto,
-    check_port,
     read_settings,
     rewrite_port,
     write_config,
 )
+from bus.broker_checks import check_port
 
 DIR_OPTION = click.option(
     "--dir",
