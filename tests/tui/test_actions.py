@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, RadioSet
-from textual.widgets._footer import FooterKey
-from tui_helpers import loaded, notices, settled, wait_until
+from textual.widgets import DataTable, Input, RadioSet
+from tui_helpers import loaded, notices, select, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.commands import COMMANDS
@@ -31,11 +29,6 @@ AppFactory = Callable[[], ControlRoomApp]
 # The demo's rows as the table orders them: waiting for an answer, running, then
 # finished (newest first).
 ROWS = ["7b0e99a1", "3fa2c1d0", "5f4e3d2c", "9e8d7c6b", "0a1b2c3d", "c4d5e6f7"]
-
-
-def select(app: ControlRoomApp, job_id: str) -> None:
-    table = app.main.query_one("#jobs", JobsTable)
-    table.move_cursor(row=table.get_row_index(job_id))
 
 
 async def test_main_screen_shows_jobs_sessions_and_events(make_app: AppFactory) -> None:
@@ -474,68 +467,6 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}
 
 
-def footer_keys(app: ControlRoomApp) -> dict[str, str]:
-    """What the footer shows: key as displayed -> description."""
-    keys = app.screen.query_one(Footer).query(FooterKey)
-    return {key.key_display: key.description for key in keys}
-
-
-async def test_footers_show_history_and_back(make_app: AppFactory, state_dir: Path) -> None:
-    """The main footer shows `h History`; the screens on top of it show `esc Back`."""
-    app = make_app()
-    async with app.run_test(size=(130, 40)) as pilot:
-        await loaded(pilot)
-        await settled(pilot)
-        assert footer_keys(app).get("h") == "History"
-        assert "esc" not in footer_keys(app)  # on the main screen esc only clears things
-        select(app, "3fa2c1d0")
-        for key, screen_type in (
-            ("enter", JobDetailScreen),
-            ("question_mark", HelpScreen),
-            ("h", HistoryScreen),
-        ):
-            await pilot.press(key)
-            await wait_until(pilot, lambda: isinstance(app.screen, screen_type))  # noqa: B023
-            await settled(pilot)
-            assert footer_keys(app).get("esc") == "Back", screen_type
-            await pilot.press("escape")
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
-
-
-async def test_help_on_history_lists_its_own_keys(make_app: AppFactory, state_dir: Path) -> None:
-    """? on the History screen lists b Rebuild and a Agent, and not the job keys,
-    which do nothing there; `a` before any build says why nothing happens."""
-    app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        await pilot.press("h")
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
-        await wait_until(pilot, lambda: screen.load_count > 0)
-        await pilot.press("a")
-        assert "No history built yet: press b to build it" in notices(app)
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        table = app.screen.query_one("#keys", DataTable)
-        rows = {
-            str(table.get_row_at(n)[1]): str(table.get_row_at(n)[0]) for n in range(table.row_count)
-        }
-        assert rows["rebuild"] == "b" and rows["agent"] == "a"
-        assert not {"cancel", "resume", "stop", "yes", "log", "open"} & set(rows)
-        assert {"new", "filter", "help", "quit"} <= set(rows)
-
-
-async def test_an_empty_command_only_closes_the_prompt(make_app: AppFactory) -> None:
-    """`:` then enter with nothing typed closes the prompt, without "No command ''"."""
-    app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        await pilot.press("colon", "enter")
-        await pilot.pause()
-        assert not app.main.query_one("#command").has_class("-open")
-        assert not [n for n in notices(app) if "No command" in n]
-
-
 async def test_one_missing_event_is_worded_singular(make_app: AppFactory, fake: FakeSource) -> None:
     """The detail's gap line reads "1 event missing", never "1 events missing"."""
     fake.emit("3fa2c1d0", "progress", "running tests 4/12", skip=1)
@@ -558,23 +489,3 @@ async def test_a_session_that_is_gone_is_not_idle(make_app: AppFactory, fake: Fa
         await wait_until(pilot, lambda: "omega" in panel.rows)
         assert str(panel.get_cell("omega", "liveness")) == "—"
         assert str(panel.get_cell("quiet", "liveness")) == "idle"
-
-
-async def test_an_80_by_24_terminal_keeps_events_jobs_and_help_readable(
-    make_app: AppFactory,
-) -> None:
-    """The classic terminal size: the sessions panel gives way to the event stream
-    (it kept a fixed 56 of 80 columns), the jobs table keeps more rows than the
-    bottom panels, and the help modal fits on screen."""
-    app = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await loaded(pilot)
-        events = app.main.query_one("#events").outer_size.width
-        sessions = app.main.query_one("#sessions").outer_size.width
-        assert events >= 40 and sessions <= 40 and events + sessions == 80
-        jobs = app.main.query_one("#jobs").outer_size.height
-        assert jobs >= app.main.query_one("#bottom").outer_size.height
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        box = app.screen.query_one("Vertical").region
-        assert box.right <= 80 and box.bottom <= 24

@@ -7,6 +7,9 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
+from app.tui.app import ControlRoomApp
+from app.tui.widgets.jobs_table import JobsTable
+
 
 async def wait_until(pilot: Pilot[object], predicate: Callable[[], object], what: str = "") -> None:
     """Let the app run until `predicate()` holds; fail after a generous deadline."""
@@ -43,3 +46,9 @@ async def settled(pilot: Pilot[object], quiet_s: float = 0.05) -> None:
 
 def notices(app: object) -> list[str]:
     return [notification.message for notification in app._notifications]  # type: ignore[attr-defined]
+
+
+def select(app: ControlRoomApp, job_id: str) -> None:
+    """Put the jobs table's cursor on ``job_id``'s row (rows move: live jobs first)."""
+    table = app.main.query_one("#jobs", JobsTable)
+    table.move_cursor(row=table.get_row_index(job_id))
