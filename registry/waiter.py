@@ -113,7 +113,7 @@ class JobWaiter:
 
     @property
     def exit_code(self) -> int:
-        """0 all completed, 1 any error, 2 any timeout (the worst wins)."""
+        """0 all completed, 1 any error or cancel, 2 any timeout (the worst wins)."""
         return max((o.exit_code for o in self.outcomes.values()), default=2)
 
 
@@ -156,6 +156,12 @@ class RegistryWatchingWaiter(JobWaiter):
         if now < self._next_check:
             return False
         self._next_check = now + self.check_interval
+        self.check_registry(now)
+        return self.done
+
+    def check_registry(self, now: float) -> None:
+        """Give each open local job the registry records as ended its outcome, once
+        its grace for a terminal event has passed."""
         for job_id in sorted(self.local_ids - self.outcomes.keys()):
             job = self.registry.get(job_id)
             if job.status not in FINAL_STATUSES:
@@ -165,7 +171,6 @@ class RegistryWatchingWaiter(JobWaiter):
                 continue
             status = cast(OutcomeStatus, job.status)
             self.outcomes[job_id] = Outcome(job_id, status, None, self.registry.why(job_id))
-        return self.done
 
 
 def bus_events(

@@ -95,6 +95,8 @@ def submit(
         )
     elif outcome.status == "error":
         click.echo(f"orchestrate: job {job.job_id} failed: {outcome.reason}", err=True)
+    elif outcome.status == "cancelled":
+        click.echo(f"orchestrate: job {job.job_id} cancelled: {outcome.reason}", err=True)
     else:
         click.echo(f"job {job.job_id} completed", err=True)
     raise click.exceptions.Exit(outcome.exit_code)

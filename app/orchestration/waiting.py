@@ -3,24 +3,24 @@
 Events alone cannot tell a slow agent from a dead one: an agent whose command
 was not found never publishes anything. So while waiting, the job's pane is
 checked about once a second; a dead pane under a running job fails the job
-(with the pane's exit status as the reason) and ends the wait with exit 1.
+(with the pane's exit status as the reason) and ends the wait with exit 1. A job
+ended with no event (cancelled, set by hand) ends it as for `subscribe`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from app.orchestration.orchestrator import Orchestrator
 from registry.events import Event
-from registry.waiter import JobWaiter, Outcome, Verdict, wait_on_bus
+from registry.waiter import Outcome, RegistryWatchingWaiter, Verdict, wait_on_bus
 
 PANE_CHECK_INTERVAL_SEC = 1.0
 
 
-class PaneWatchingWaiter(JobWaiter):
-    """A JobWaiter for one submitted job that also ends when its pane dies or the job is
-    moved to a final status by someone else (cancel, reconcile in another process)."""
+class PaneWatchingWaiter(RegistryWatchingWaiter):
+    """A RegistryWatchingWaiter for one submitted job that also ends when its pane dies:
+    a dead pane under a running job fails the job at once, with the pane's reason."""
 
     def __init__(
         self,
@@ -31,29 +31,24 @@ class PaneWatchingWaiter(JobWaiter):
         idle_timeout_sec: float,
         check_interval: float = PANE_CHECK_INTERVAL_SEC,
     ) -> None:
-        super().__init__([job_id], timeout_sec=timeout_sec, idle_timeout_sec=idle_timeout_sec)
+        super().__init__(
+            orchestrator.registry,
+            [job_id],
+            local_ids=[job_id],
+            timeout_sec=timeout_sec,
+            idle_timeout_sec=idle_timeout_sec,
+            check_interval=check_interval,
+        )
         self.orchestrator = orchestrator
         self.job_id = job_id
-        self.check_interval = check_interval
-        self._next_check = time.monotonic() + check_interval
 
-    def check_deadlines(self) -> bool:
-        """The bus follower's stop callback: deadlines first, then (throttled) the pane."""
-        if super().check_deadlines():
-            return True
-        now = time.monotonic()
-        if now < self._next_check:
-            return False
-        self._next_check = now + self.check_interval
+    def check_registry(self, now: float) -> None:
+        """The pane first (its death is the reason), then the registry's record."""
         reason = self.orchestrator.check_job_pane(self.job_id)
-        job = self.orchestrator.registry.get(self.job_id)
-        if reason is None and job.status in ("running", "pending"):
-            return False
-        if job.status == "completed":
-            return False  # the completed event is on the bus: let the follower deliver it
-        why = reason or self.orchestrator.registry.why(self.job_id)
-        self.outcomes[self.job_id] = Outcome(self.job_id, "error", None, why)
-        return True
+        if reason is not None:
+            self.outcomes[self.job_id] = Outcome(self.job_id, "error", None, reason)
+            return
+        super().check_registry(now)
 
 
 def wait_for_job(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 from app.orchestration import Orchestrator
@@ -155,3 +157,33 @@ def test_bad_input_is_one_line(cli, tmux_socket: str) -> None:
     quote = cli("submit", "--prompt", "x", "--agent", "demo", "--agent-session", "a",
                 "--agent-cmd", "sh -c 'unclosed")  # fmt: skip
     assert quote.returncode == 1 and "cannot be split" in quote.stderr
+
+
+def test_a_job_ended_by_hand_ends_the_wait_like_subscribe(
+    cli, state_dir: Path, tmux_socket: str
+) -> None:
+    """No event comes for a job set completed (or cancelled) by hand: submit reads the
+    registry, as subscribe does, instead of waiting out its timeout (exit 2)."""
+    ended: list[str] = []
+
+    def end_it_by_hand() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            jobs = Registry.open(state_dir).list(status="running")
+            if jobs:
+                Registry.open(state_dir).set_status(jobs[0].job_id, "completed")
+                ended.append(jobs[0].job_id)
+                return
+            time.sleep(0.1)
+
+    helper = threading.Thread(target=end_it_by_hand)
+    helper.start()
+    started = time.monotonic()
+    result = cli(
+        "submit", "--prompt", "think", "--agent", "custom", "--agent-session", "alpha",
+        "--agent-cmd", "sleep 60", "--timeout", "40",
+    )  # fmt: skip
+    helper.join()
+    assert result.returncode == 0, result.stderr
+    assert ended == [result.stdout.strip()] and time.monotonic() - started < 20
+    assert result.stderr.splitlines()[-1] == f"job {ended[0]} completed"
