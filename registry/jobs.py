@@ -70,9 +70,10 @@ class Registry(JobStore):
                 job = self._load(conn, claim.task_id)
                 if job is not None and job.status == "running":
                     # Its task was given back under it (a bus-level release): re-queue
-                    # it as a lease expiry would, then claim again. Settling it would
-                    # strand the job in running with no task to expire.
-                    self._move(conn, job, "pending", "lease expired", transition="lease_expired")
+                    # the job, then claim again. Settling it would strand the job in
+                    # running with no task to expire.
+                    reason = "its task was given back"
+                    self._move(conn, job, "pending", reason, transition="release")
                     continue
                 if job is None or job.status != "pending":
                     # A task whose job is gone or already moved on: settle it, look again.
@@ -120,15 +121,18 @@ class Registry(JobStore):
         """A queue worker finished its job: fenced by the claim's attempt.
 
         False when this same claim already completed it (an idempotent retry);
-        StaleClaim when the claim is no longer current, or the job was cancelled
-        while the worker held it (its result is not recorded).
+        StaleClaim when the claim is no longer current, or someone else ended the
+        job otherwise while the worker held it (cancelled, failed by the control
+        room, set by hand): its result is not recorded.
         """
         with self._write() as conn:
             job = self._require(conn, claim.task_id)
-            if job.status == "cancelled":  # cancel settles the task under the claim
+            # Ending a job settles its task under the claim, which would then read
+            # as this worker's own earlier completion.
+            if job.status in FINAL_STATUSES and job.status != status:
                 raise StaleClaim(
-                    f"job {job.job_id} was cancelled while {claim.agent} held it: "
-                    "its result is not recorded"
+                    f"job {job.job_id} is {job.status}, not {status}, since "
+                    f"{claim.agent} took it: its result is not recorded"
                 )
             if not claims.complete(conn, claim, result):
                 return False

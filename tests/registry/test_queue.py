@@ -211,12 +211,16 @@ def test_completing_a_job_cancelled_meanwhile_is_refused_not_taken_as_done(
 ) -> None:
     """The operator cancels while a worker holds the job: the worker's completion is
     refused (its result is dropped), not reported as a completion that landed."""
-    registry, job, client, task = a_held_job(tmp_path)
-    registry.cancel(job.job_id)
-    with pytest.raises(StaleClaim, match="was cancelled"):
-        client.complete_task(task.task_id, {"summary": "late"})
-    record = registry.get(job.job_id)
-    assert (record.status, record.result) == ("cancelled", None)
+    for ended in ("cancelled", "error"):  # by the operator, by the control room
+        registry, job, client, task = a_held_job(tmp_path / ended)
+        if ended == "cancelled":
+            registry.cancel(job.job_id)
+        else:
+            registry.set_status(job.job_id, "error", "agent pane exited with status 127")
+        with pytest.raises(StaleClaim, match=f"is {ended}, not completed"):
+            client.complete_task(task.task_id, {"summary": "late"})
+        record = registry.get(job.job_id)
+        assert (record.status, record.result) == (ended, None)
 
 
 def test_nudge_wakes_a_waiting_worker(bus: Bus) -> None:
