@@ -199,7 +199,7 @@ class Bus:
         upto_seq: int | None = None,
     ) -> list[Message]:
         """Messages with after_seq < seq <= upto_seq (optionally about one task), oldest first."""
-        ceiling = (1 << 63) - 1 if upto_seq is None else upto_seq
+        ceiling = MAX_SEQ if upto_seq is None else upto_seq
         if task is None:
             sql = f"SELECT {_COLUMNS} FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
             params: tuple[Any, ...] = (after_seq, ceiling, limit)

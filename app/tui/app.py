@@ -30,15 +30,16 @@ from app.tui.screens.new_job import NewJobRequest, NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, StopMode
 from app.tui.widgets.jobs_table import JobsTable
-from app.tui.wording import counted
+from registry import states
+from registry.jobstore import FINAL_STATUSES
+from registry.wording import counted
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 # The commands that act on the selected job or its session.
 JOB_ACTIONS = frozenset(
     {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log", "tmux_split"}
 )
-FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
-RESUMABLE = frozenset({"error", "cancelled"})
+RESUMABLE = states.JOB.transition("resume").sources
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
@@ -422,9 +423,9 @@ class ControlRoomApp(App[None]):
         if isinstance(self.screen, JobDetailScreen):
             self.screen.query_one("#detail-tail").toggle_class("-hidden")
         elif isinstance(self.screen, MainScreen):
-            if self.main.log_open:
+            if self.main.log_wanted is not None:
                 self.main.hide_log()
-            elif job_id := self._selected_job():
+            elif (job_id := self._selected_job()) and self.main.want_log(job_id):
                 self._find_log(job_id)
 
     @work(thread=True, exit_on_error=False, description="Finding the pane log")
@@ -432,8 +433,8 @@ class ControlRoomApp(App[None]):
         self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
 
     def on_control_room_app_log_path(self, message: LogPath) -> None:
-        # a path found after the cursor moved on is for a job no longer wanted
-        if self.main.log_job_id in (None, message.job_id) or not self.main.log_open:
+        # a path found after the cursor moved on, or the split was closed, is dropped
+        if message.job_id == self.main.log_wanted:
             self.main.show_log(message.job_id, message.path)
 
     @on(MainScreen.LogWanted)

@@ -43,6 +43,7 @@ from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
 from registry.errors import RegistryError
 from registry.jobs import Registry
+from registry.jobstore import FINAL_STATUSES
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
 
@@ -58,7 +59,6 @@ RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
-FINAL = ("completed", "error", "cancelled")
 AGENT_MOVED = "agent published"  # how a transition made by an agent's event starts
 
 
@@ -79,7 +79,7 @@ def job_row(job: Job, status_reason: str | None = None) -> JobRow:
     room failing a job whose pane exited); the row then shows that instead of an
     event from before (a cancelled job still read "permission_required")."""
     last_event, detail = job.last_event, job.last_detail or ""
-    if status_reason is not None and job.status in FINAL:
+    if status_reason is not None and job.status in FINAL_STATUSES:
         last_event, detail = job.status, status_reason
     return JobRow(
         job_id=job.job_id,
@@ -220,7 +220,7 @@ class RegistrySource:
             self._sessions_at = time.monotonic()
             sessions = tuple(self._session_rows(notices))
         broker = self._probe_broker(notices)
-        reasons = self._status_reasons([job.job_id for job in jobs if job.status in FINAL])
+        reasons = self._status_reasons([job.job_id for job in jobs if job.status in FINAL_STATUSES])
         rows = [job_row(job, reasons.get(job.job_id)) for job in jobs]
         if after_seq <= 0:
             rows.sort(key=row_order)  # already in table order: see _initial_jobs

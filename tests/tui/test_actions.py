@@ -360,6 +360,26 @@ async def test_the_log_split_follows_the_selected_job(make_app: AppFactory) -> N
         await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
 
 
+async def test_a_log_path_found_too_late_does_not_reopen_the_split(make_app: AppFactory) -> None:
+    """The pane log is looked up in a worker: a path that arrives after the split was
+    closed, or for a job the cursor has left, is dropped (it reopened the split)."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        select(app, "3fa2c1d0")
+        await pilot.press("l")
+        await wait_until(pilot, lambda: app.main.log_open)
+        await pilot.press("l")
+        app.post_message(ControlRoomApp.LogPath("3fa2c1d0", None))  # the late answer
+        await pilot.pause()
+        assert not app.main.log_open
+        await pilot.press("l")
+        await wait_until(pilot, lambda: app.main.log_open)
+        app.post_message(ControlRoomApp.LogPath("c4d5e6f7", None))  # for a job not wanted
+        await pilot.pause()
+        assert app.main.query_one("#log-tail").border_title == "pane log · 3fa2c1d0"
+
+
 async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
     """Mouse: a click highlights a row, a second click opens its detail."""
     app = make_app()

@@ -32,9 +32,9 @@ from app.tui.widgets.history_charts import (
     draw_chart,
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme
-from app.tui.wording import counted
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
+from registry.wording import counted
 
 SCREEN_NAME = "history"
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"

@@ -17,7 +17,7 @@ from textual.worker import get_current_worker
 from app.tui.commands import BACK
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobDetail, JobNotFound
 from app.tui.widgets.pane_tail import PaneTail
-from app.tui.wording import counted
+from registry.wording import counted
 
 REFRESH_INTERVAL_S = 0.5
 

@@ -78,7 +78,10 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.first_delta_applied = False
-        self.log_job_id: str | None = None  # the job whose pane the split tail follows
+        # The job whose pane log the split tail should show: set when it is asked for
+        # (l, or the cursor moving while it is open), None once it is closed. A log
+        # path found for any other job arrives too late and is dropped.
+        self.log_wanted: str | None = None
 
     def on_mount(self) -> None:
         self.query_one("#jobs", JobsTable).border_title = "jobs"
@@ -176,9 +179,16 @@ class MainScreen(Screen[None]):
         self.add_class("-log-open")
         tail.follow(path)
         tail.border_title = f"pane log · {job_id}"
-        self.log_job_id = job_id
+
+    def want_log(self, job_id: str) -> bool:
+        """Ask for ``job_id``'s pane log in the split; False if it is already asked for."""
+        if job_id == self.log_wanted:
+            return False
+        self.log_wanted = job_id
+        return True
 
     def hide_log(self) -> None:
+        self.log_wanted = None
         self.query_one("#log-tail", PaneTail).remove_class("-open")
         self.remove_class("-log-open")
 
@@ -225,8 +235,7 @@ class MainScreen(Screen[None]):
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The split log tail follows the highlighted job."""
         job_id = str(event.row_key.value)
-        if self.log_open and job_id != self.log_job_id:
-            self.log_job_id = job_id  # asked once, however fast the cursor moves on
+        if self.log_wanted is not None and self.want_log(job_id):  # once per job
             self.post_message(self.LogWanted(job_id))
 
     @on(DataTable.RowSelected, "#jobs")
