@@ -244,9 +244,14 @@ def _db_name(conn: sqlite3.Connection) -> str:
 
 
 def _translate_on(conn: sqlite3.Connection, exc: sqlite3.Error) -> BusError:
-    """``translate`` for an error on ``conn``, with the busy timeout it really has."""
-    busy_timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
-    return translate(exc, _db_name(conn), busy_timeout_ms=busy_timeout_ms)
+    """``translate`` for an error on ``conn``, with the busy timeout it really has (no
+    number, rather than a second error, when the connection cannot say)."""
+    busy_timeout_ms: int | None = None
+    name: str = "database"
+    with contextlib.suppress(sqlite3.Error):  # a closed connection, for one
+        busy_timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+        name = _db_name(conn)
+    return translate(exc, name, busy_timeout_ms=busy_timeout_ms)
 
 
 class BusDB:

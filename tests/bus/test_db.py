@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bus.db import BusDB, connect, transaction
+from bus.db import BusDB, _translate_on, connect, transaction
 from bus.errors import DatabaseLocked, NotABusDatabase, SchemaTooNew, StateDirError
 from bus.messages import Bus, Outgoing
 from bus.schema import SCHEMA_VERSION
@@ -118,3 +118,15 @@ def test_another_programs_sqlite_file_is_refused_and_left_alone(tmp_path: Path) 
     with pytest.raises(NotABusDatabase, match=r"another program's tables \(invoices\)"):
         connect(path)
     assert path.read_bytes() == before
+
+
+def test_an_error_on_a_connection_that_cannot_answer_is_still_translated(
+    tmp_path: Path,
+) -> None:
+    """The translation asks the connection for its busy timeout; one that cannot say
+    (closed) gives the error without the number, not a second, raw sqlite3 error."""
+    conn = connect(tmp_path / "state.db")
+    conn.close()
+    error = _translate_on(conn, sqlite3.OperationalError("database is locked"))
+    assert isinstance(error, DatabaseLocked)
+    assert str(error) == "database is locked by another process; retry later"
