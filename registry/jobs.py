@@ -20,7 +20,7 @@ from bus.db import now_ms
 from bus.errors import StaleClaim
 from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob, RegistryError
 from registry.events import Event, build_event, event_from_dict, parse_event
-from registry.jobstore import FINAL_STATUSES, JobStore
+from registry.jobstore import AGENT_MOVED, FINAL_STATUSES, JobStore
 from registry.records import Job, account_seq, check_label, iso_from_ms
 from registry.signing import sign, verify
 
@@ -313,7 +313,7 @@ class Registry(JobStore):
             last_detail=event.detail,
             updated_at=stamp,
         )
-        reason = f"agent published {event.event} (seq {event.seq})"
+        reason = f"{AGENT_MOVED} {event.event} (seq {event.seq})"
         if job.status == "pending":
             start_reason = reason if not event.is_terminal else f"{reason} without started"
             self._move(conn, job, "running", start_reason, transition="start")

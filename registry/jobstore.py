@@ -46,6 +46,14 @@ from registry.records import (
 
 REGISTRY_AGENT = "registry"
 FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
+# How the reason of a move made by an agent's own event starts ("agent published
+# completed (seq 7)"); every other move (cancel, reconcile, by hand) says its own why.
+AGENT_MOVED = "agent published"
+
+
+def moved_by_agent(reason: str) -> bool:
+    """Whether a status move with this reason was made by the agent's own event."""
+    return reason.startswith(AGENT_MOVED)
 
 
 class JobStore:
@@ -131,6 +139,23 @@ class JobStore:
             (job_id,),
         )
         return [states.StateChange(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def status_reasons(self, job_ids: Iterable[str]) -> dict[str, str]:
+        """Why each of these jobs has its status, for those whose last move was not
+        made by an event of their agent (that event already says it)."""
+        wanted = list(job_ids)
+        reasons: dict[str, str] = {}
+        for start in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for job_id, reason in self._read(
+                "SELECT job_id, reason FROM job_transitions WHERE id IN ("
+                f"SELECT MAX(id) FROM job_transitions WHERE job_id IN ({marks}) GROUP BY job_id)",
+                tuple(chunk),
+            ):
+                if not moved_by_agent(str(reason or "")):
+                    reasons[str(job_id)] = str(reason or "") or "no reason recorded"
+        return reasons
 
     def why(self, job_id: str) -> str:
         """One line saying why the job is in its current state."""

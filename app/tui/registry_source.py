@@ -43,7 +43,7 @@ from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
 from registry.errors import RegistryError
 from registry.jobs import Registry
-from registry.jobstore import FINAL_STATUSES
+from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
 
@@ -59,7 +59,6 @@ RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
-AGENT_MOVED = "agent published"  # how a transition made by an agent's event starts
 
 
 def _ts(ms: int) -> datetime:
@@ -109,7 +108,7 @@ def event_row(message: Message) -> EventRow | None:
             detail=str(payload.get("detail", "")),
         )
     reason = str(payload.get("reason", ""))
-    if message.type == "job.status" and not reason.startswith(AGENT_MOVED):
+    if message.type == "job.status" and not moved_by_agent(reason):
         detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
     return None
@@ -220,7 +219,9 @@ class RegistrySource:
             self._sessions_at = time.monotonic()
             sessions = tuple(self._session_rows(notices))
         broker = self._probe_broker(notices)
-        reasons = self._status_reasons([job.job_id for job in jobs if job.status in FINAL_STATUSES])
+        reasons = self.registry.status_reasons(
+            job.job_id for job in jobs if job.status in FINAL_STATUSES
+        )
         rows = [job_row(job, reasons.get(job.job_id)) for job in jobs]
         if after_seq <= 0:
             rows.sort(key=row_order)  # already in table order: see _initial_jobs
@@ -266,23 +267,6 @@ class RegistrySource:
             for row in self._rows(f"SELECT * FROM jobs WHERE job_id IN ({marks})", chunk):
                 found[row["job_id"]] = job_from_row(row)
         return found
-
-    def _status_reasons(self, job_ids: list[str]) -> dict[str, str]:
-        """Why each of these jobs got its status, where no event of its agent moved
-        it (the last transition's reason); jobs an agent's event moved are left out."""
-        reasons: dict[str, str] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = job_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(
-                "SELECT job_id, reason FROM job_transitions WHERE id IN ("
-                f"SELECT MAX(id) FROM job_transitions WHERE job_id IN ({marks}) GROUP BY job_id)",
-                chunk,
-            ):
-                reason = str(row["reason"] or "")
-                if not reason.startswith(AGENT_MOVED):
-                    reasons[str(row["job_id"])] = reason or "no reason recorded"
-        return reasons
 
     def _recent_events(self, cursor: int) -> list[EventRow]:
         start = max(0, cursor - INITIAL_EVENTS_WINDOW)

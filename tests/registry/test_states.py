@@ -220,3 +220,18 @@ def test_a_requeue_by_hand_is_not_called_a_lease_expiry(tmp_path: Path) -> None:
     registry.set_status(job.job_id, "pending", transition=BY_HAND)
     why = registry.why(job.job_id)
     assert why.startswith("pending since ") and why.endswith("(set to pending by hand)")
+
+
+def test_status_reasons_leave_out_moves_an_agent_event_made(tmp_path: Path) -> None:
+    registry = Registry.open(tmp_path / "state")
+    by_event = registry.register("p", "a", "s", sign_events=False)
+    registry.publish(by_event.job_id, "started")
+    registry.publish(by_event.job_id, "completed")
+    cancelled = registry.register("p", "a", "s")
+    registry.cancel(cancelled.job_id)
+    live = registry.register("p", "a", "s")
+    ids = [by_event.job_id, cancelled.job_id, live.job_id]
+    assert registry.status_reasons(ids) == {
+        cancelled.job_id: "cancelled by user",
+        live.job_id: "registered",
+    }
