@@ -10,11 +10,11 @@ from typing import Any
 
 import click
 
+from app.commands.json_argument import read_json_argument
 from app.settings import Settings
 from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Message, Outgoing
 from registry.errors import InvalidEvent
-from registry.events import decode_json
 from registry.records import check_label
 from registry.wording import counted
 
@@ -28,20 +28,8 @@ def parse_payload(text: str | None) -> Any:
     """A payload argument: JSON text, or ``@path`` to a JSON file."""
     if text is None:
         return None
-    source = "payload"
-    if text == "@":  # Path("") is the current directory: "cannot read payload file ."
-        raise InvalidPayload("payload file name is missing after '@' (give @FILE)")
-    if text.startswith("@"):
-        path = Path(text[1:])
-        source = f"payload file {path}"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidPayload(f"cannot read {source}: {exc.strerror}") from exc
-        except UnicodeDecodeError as exc:
-            raise InvalidPayload(f"{source} is not UTF-8 text") from exc
     try:
-        return decode_json(text, source)
+        return read_json_argument(text, "payload")
     except InvalidEvent as exc:  # the event parser's JSON reader; here it reads a payload
         raise InvalidPayload(str(exc)) from None
 

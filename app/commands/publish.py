@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
+from app.commands.json_argument import read_json_argument
 from app.settings import Settings
 from registry.errors import InvalidEvent
-from registry.events import Event, build_event, decode_json
+from registry.events import Event, build_event
 
 if TYPE_CHECKING:
     from bus.mqtt_config import BrokerConfig
@@ -40,17 +40,9 @@ def parse_data(text: str | None) -> dict[str, object]:
     """The --data argument: a JSON object (or @file.json)."""
     if text is None:
         return {}
-    source = "--data"
-    if text == "@":  # Path("") is the current directory: "Is a directory: '.'"
-        raise InvalidEvent("--data file name is missing after '@' (give @FILE)")
-    if text.startswith("@"):
-        source = f"--data file {text[1:]}"
-        try:
-            text = Path(text[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidEvent(f"cannot read {source}: {exc}") from exc
-    value = decode_json(text, source)
+    value = read_json_argument(text, "--data")
     if not isinstance(value, dict):
+        source = "--data" if not text.startswith("@") else f"--data file {text[1:]}"
         raise InvalidEvent(f"{source} must be a JSON object")
     return value
 
