@@ -324,6 +324,8 @@ class ControlRoomApp(App[None]):
         # from its footer, instead of each answering "Select a job first". The class
         # is asked, not the screen: the property queries widgets that may not exist yet.
         selects_jobs = hasattr(type(self.screen), "selected_job_id")
+        if action == "history" and isinstance(self.screen, HistoryScreen):
+            return False  # h on the History screen itself: nothing to do, not in its footer
         return selects_jobs or action not in JOB_ACTIONS
 
     def _selected_job(self) -> str | None:

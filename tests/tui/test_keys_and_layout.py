@@ -43,6 +43,8 @@ async def test_footers_show_history_and_back(make_app: AppFactory, state_dir: Pa
             await wait_until(pilot, lambda: isinstance(app.screen, screen_type))  # noqa: B023
             await settled(pilot)
             assert footer_keys(app).get("esc") == "Back", screen_type
+            if screen_type is HistoryScreen:  # h on History itself would do nothing
+                assert "h" not in footer_keys(app)
             await pilot.press("escape")
             await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
 
