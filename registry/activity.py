@@ -111,10 +111,13 @@ class Observation:
         )
 
     def same_as(self, activity: str | None, data: Mapping[str, Any] | None) -> bool:
-        """True when this says nothing new over the job's current activity and its data:
-        the same activity about the same question (a repeated signal is one change)."""
+        """True when this says nothing new over the job's current activity: the same
+        activity (a repeated signal is one change), and for ``waiting`` the same
+        question (a second question is a new wait)."""
         if activity != self.activity:
             return False
+        if self.activity not in NEEDS_PERSON:
+            return True
         data = data or {}
         mine = self.to_data()
         return all(mine.get(k) == data.get(k) for k in ("question", "tool", "command"))

@@ -216,6 +216,17 @@ class Registry(JobStore):
             self._after_commit(lambda: self.audit.record_published(signed))
             return self._record(conn, built, "cli")
 
+    def has_worked(self, job_id: str) -> bool:
+        """Whether the job's agent has worked (or asked something) since this attempt
+        started: an agent idle at its prompt before its task arrived has not."""
+        row = self.db.conn.execute(
+            "SELECT 1 FROM job_activity WHERE job_id = ? AND activity IN ('working', 'waiting') "
+            "AND id > COALESCE((SELECT MAX(id) FROM job_activity WHERE job_id = ? "
+            "AND activity = 'starting'), 0) LIMIT 1",
+            (job_id, job_id),
+        ).fetchone()
+        return row is not None
+
     def activity_history(self, job_id: str) -> builtins.list[activities.ActivityChange]:
         """The job's recorded activity changes, oldest first."""
         self.get(job_id)

@@ -27,7 +27,7 @@ from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms, translate
 from bus.messages import Bus, Outgoing, insert_message
 from registry import activity, states, store
 from registry.audit import AuditLog
-from registry.errors import InvalidJobInput, JobNotFound
+from registry.errors import IllegalTransition, InvalidJobInput, JobNotFound
 from registry.records import (
     DEFAULT_IDLE_TIMEOUT_SEC,
     DEFAULT_PREFIX,
@@ -314,6 +314,22 @@ class JobStore:
             job = self._require(conn, job_id)
             states.next_state(states.JOB, job.status, "resume", job_id)
             self._move(conn, job, "pending", reason, transition="resume")
+            return self._require(conn, job_id)
+
+    def requeue_interrupted(
+        self, job_id: str, reason: str = "resumed after an interruption"
+    ) -> Job:
+        """running -> pending for a job whose agent was lost with its pane (a reboot,
+        tmux killed): the control room starts it again as a new attempt."""
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            states.next_state(states.JOB, job.status, "restart", job_id)
+            if job.activity != "interrupted":
+                raise IllegalTransition(
+                    f"job {job_id}: only an interrupted job restarts while running "
+                    f"(it is {job.activity or 'running'})"
+                )
+            self._move(conn, job, "pending", reason, transition="restart")
             return self._require(conn, job_id)
 
     def _move(

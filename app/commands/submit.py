@@ -13,7 +13,7 @@ import click
 from app.commands.job_options import job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
-from app.orchestration.agents import split_command
+from app.orchestration.launches import split_command
 from app.settings import Settings
 from registry.events import Event
 from registry.waiter import Verdict

@@ -424,7 +424,7 @@ class RegistrySource:
 
     # -- actions ----------------------------------------------------------------
     def cancel(self, job_id: str) -> None:
-        self.orchestrator.cancel(job_id)
+        self.orchestrator.cancel(job_id, by="the control room")
 
     def resume(self, job_id: str) -> None:
         self.orchestrator.resume_job(job_id)
@@ -434,9 +434,9 @@ class RegistrySource:
 
     def answer(self, job_id: str, yes: bool) -> None:
         job = self.registry.get(job_id)
-        if job.last_event != "permission_required" or job.status != "running":
+        if not job.waiting:
             raise RegistryError(f"job {job_id} is not waiting for an answer")
-        self.orchestrator.answer(job_id, yes)
+        self.orchestrator.answer(job_id, "yes" if yes else "no", by="control room")
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id
