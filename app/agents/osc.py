@@ -62,7 +62,7 @@ class StatusScanner:
             end = match.end()
         rest = data[end:]
         start = rest.rfind(b"\x1b]")  # a sequence the next chunk may finish
-        if 0 <= start and len(rest) - start <= _PARTIAL_MAX:
+        if start >= 0 and len(rest) - start <= _PARTIAL_MAX:
             self._partial = rest[start:]
         else:
             self._partial = b"\x1b" if rest.endswith(b"\x1b") else b""

@@ -108,9 +108,9 @@ def test_gemini_hooks_drive_the_jobs_activity(running_job: tuple[Path, str]) -> 
         result = run_hook(state, job_id, "gemini", (payloads / f"{name}.json").read_text())
         assert (result.returncode, result.stdout) == (0, ""), result.stderr
         assert registry.get(job_id).activity == activity, name
-    waiting = [c for c in registry.activity_history(job_id) if c.activity == "waiting"][0]
+    waiting = next(c for c in registry.activity_history(job_id) if c.activity == "waiting")
     assert waiting.observation.command.startswith("touch ")
-    assert "Gemini CLI hook Notification:ToolPermission" in registry.why(job_id) or True
+    assert waiting.observation.source == "hook:gemini:Notification:ToolPermission"
 
 
 @pytest.mark.parametrize(
