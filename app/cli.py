@@ -32,6 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "answer": "app.commands.answer:answer",
     "demo": "app.commands.demo:demo",
     "reconcile": "app.commands.reconcile:reconcile",
+    "hook": "app.commands.hook:hook",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

@@ -121,7 +121,8 @@ class AgentObserver:
             watch = Watch(adapter_for(job.agent, self.state_dir))
             self.watches[job.job_id] = watch
         if pane is None or not pane.exists:
-            if not watch.seen_pane and now - started_at < START_GRACE_SEC:
+            started = watch.seen_pane or _has_output(log_path)  # its header was printed
+            if not started and now - started_at < START_GRACE_SEC:
                 return Verdict(heartbeat="working")  # its pane may be starting right now
             gone = Observation("interrupted", "process:pane gone", question=pane_end_reason(pane))
             return Verdict((gone,), heartbeat="dead")
@@ -280,6 +281,13 @@ class AgentObserver:
         ):
             return Observation("working", "process:progress again")
         return None
+
+
+def _has_output(log_path: Path) -> bool:
+    try:
+        return log_path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _heartbeat(activity: str) -> str:

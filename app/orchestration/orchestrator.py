@@ -32,7 +32,7 @@ from app.tmux.errors import InvalidStopMode, PaneNotFound, TmuxError
 from app.tmux.names import session_name_for
 from app.tmux.panes import JOB_OPTION
 from registry import states
-from registry.errors import IllegalTransition, SessionNotFound
+from registry.errors import IllegalTransition, RegistryError, SessionNotFound
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.sessions import Session, SessionStore
 
@@ -237,16 +237,26 @@ class Orchestrator:
             return self.sessions.resume(label, why)
         return session
 
-    def cancel(self, job_id: str, *, by: str = "user", grace_sec: float = CANCEL_GRACE_SEC) -> Job:
+    def cancel(
+        self,
+        job_id: str,
+        *,
+        by: str = "user",
+        reason: str | None = None,
+        grace_sec: float = CANCEL_GRACE_SEC,
+    ) -> Job:
         """Cancel in the registry first (late events of the agent are then refused), then
         stop its agent: its own interrupt and exit keys, and the pane killed if it is
         still there after ``grace_sec``."""
-        job = self.registry.cancel(job_id, f"cancelled by {by}")
+        job = self.registry.cancel(job_id, reason or f"cancelled by {by}")
         self.stop_agent(job, grace_sec=grace_sec)
         return job
 
     def stop_agent(self, job: Job, *, grace_sec: float = CANCEL_GRACE_SEC) -> bool:
-        """Ask the job's agent to stop, then kill its pane; True if a pane was stopped."""
+        """Ask the job's agent to stop, then kill its pane; True if a pane was stopped.
+        A job never started in a pane (a queue worker's) has nothing to stop."""
+        if not self.pane_log(job.job_id).exists():
+            return False
         pane_id = self.pane_for_job(job.job_id)
         if pane_id is None:
             return False
@@ -261,25 +271,30 @@ class Orchestrator:
             self.driver.kill_pane(pane_id)
         return True
 
-    def resume_job(self, job_id: str, *, env: Mapping[str, str] | None = None) -> Job:
+    def resume_job(
+        self,
+        job_id: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        reason: str = "resumed by user",
+    ) -> Job:
         """Start the job's agent again in a new pane, continuing its conversation where
         the agent can (its own session id), else afresh with the original prompt.
 
         An errored or cancelled job goes back to pending first; an interrupted one
-        (running, its pane gone with the tmux server) is restarted as it is.
+        (running, its pane gone with the tmux server) is restarted as it is. A job
+        never started in a pane (a queue worker's) is only queued again.
         """
         job = self.registry.get(job_id)
-        if job.status == "running" and job.activity == "interrupted":
-            job = self.registry.requeue_interrupted(job_id)
-        else:
-            job = self.registry.resume(job_id)
-        submitter = dict(os.environ if env is None else env)
         record = launches.LaunchRecord.load(self.job_dir(job_id))
-        if record is None:  # registered by hand, never started in a pane
-            command = self._session_agent_cmd(job.agent_session)
-            launches.adapter_checked(job.agent, command, self.settings.state_dir, submitter)
-            record = launches.LaunchRecord(command, str(Path.cwd().resolve()))
-            record.save(self.job_dir(job_id))
+        if record is None:
+            return self.registry.resume(job_id, reason)
+        submitter = dict(os.environ if env is None else env)
+        launches.adapter_checked(job.agent, record.agent_cmd, self.settings.state_dir, submitter)
+        if job.status == "running" and job.activity == "interrupted":
+            job = self.registry.requeue_interrupted(job_id, reason)
+        else:
+            job = self.registry.resume(job_id, reason)
         old_pane = self.pane_for_job(job_id)
         if old_pane is not None:  # the last attempt's pane: one pane per job
             with contextlib.suppress(PaneNotFound):
@@ -291,6 +306,24 @@ class Orchestrator:
             if change.from_state is not None and change.to_state == "pending"
         )
         return self._start(job, record, submitter, why=f"resumed (attempt {attempt})", resume=True)
+
+    def interrupted_jobs(self) -> list[Job]:
+        """Live jobs whose agent was lost with its pane (after a supervision pass)."""
+        return [
+            job for job in self.registry.list(status="running") if job.activity == "interrupted"
+        ]
+
+    def resume_interrupted(self) -> list[Job]:
+        """Bring every interrupted agent back in a new pane (one key in the control room)."""
+        if self.driver.server_running() or self.registry.list(status="running"):
+            self.reconcile()  # a reboot: find them first
+        resumed = []
+        for job in self.interrupted_jobs():
+            try:
+                resumed.append(self.resume_job(job.job_id, reason="resumed after an interruption"))
+            except (RegistryError, TmuxError) as exc:
+                log.warning("job %s not resumed: %s", job.job_id, exc)
+        return resumed
 
     def pane_for_job(self, job_id: str) -> str | None:
         """The job's agent pane, or None (no tmux server, or the pane is gone)."""
