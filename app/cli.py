@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "demo": "app.commands.demo:demo",
     "reconcile": "app.commands.reconcile:reconcile",
     "hook": "app.commands.hook:hook",
+    "supervise": "app.commands.supervise:supervise",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

@@ -23,7 +23,7 @@ from app.agents.base import Answer
 from app.agents.demo import START as DEMO_START
 from app.agents.env import pane_environment
 from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
-from app.orchestration import answering, launches
+from app.orchestration import answering, launches, supervisor
 from app.orchestration.errors import AgentNotStarted, UnknownAgent
 from app.orchestration.reconcile import Reconciler, ReconcileReport
 from app.settings import Settings, idle_grace_from_env
@@ -209,6 +209,7 @@ class Orchestrator:
             reason = f"could not start the agent pane: {error}"
             self.registry.set_status(job.job_id, "error", reason)
             raise AgentNotStarted(f"job {job.job_id}: {reason}") from error
+        supervisor.ensure_started(self.settings.state_dir, self.driver.socket_name)
         return running
 
     def _session_agent_cmd(self, label: str) -> list[str] | None:
@@ -468,6 +469,10 @@ class Orchestrator:
         return self.sessions.resume(label)
 
     # -- watching -------------------------------------------------------------------
+
+    def tmux_running(self) -> bool:
+        """Whether this orchestrator's tmux server runs."""
+        return self.driver.server_running()
 
     def reconcile(self) -> ReconcileReport:
         """One liveness pass over running jobs and recorded sessions (see Reconciler)."""
