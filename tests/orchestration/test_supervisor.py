@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.orchestration import Orchestrator
-from app.orchestration import supervisor
+from app.orchestration import Orchestrator, supervisor
 from registry.jobs import Registry
 
 
