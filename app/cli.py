@@ -34,6 +34,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "reconcile": "app.commands.reconcile:reconcile",
     "hook": "app.commands.hook:hook",
     "supervise": "app.commands.supervise:supervise",
+    "doctor": "app.commands.doctor:doctor",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
