@@ -35,6 +35,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "hook": "app.commands.hook:hook",
     "supervise": "app.commands.supervise:supervise",
     "doctor": "app.commands.doctor:doctor",
+    "send": "app.commands.send:send",
+    "attach": "app.commands.send:attach",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

@@ -356,6 +356,41 @@ class Orchestrator:
         """Answer the question the job's agent waits on (see app/orchestration/answering.py)."""
         return answering.answer(self, job_id, reply, by=by)
 
+    # -- talking to an agent ------------------------------------------------------
+
+    def send_input(self, job_id: str, text: str, *, by: str = "cli") -> int:
+        """Give the job's agent free text, as a bracketed paste then Enter (never
+        send-keys of raw text), and record it as an `input` event: who, how much,
+        how long it took. Returns the number of characters sent."""
+        if not text.strip():
+            raise UnknownAgent("nothing to send: the text is empty")
+        job = self.registry.get(job_id)
+        pane_id = self.pane_for_job(job_id)
+        if pane_id is None or not self.driver.pane_alive(pane_id):
+            raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
+        started = time.monotonic()
+        self.driver.paste_text(pane_id, text)
+        took_ms = int((time.monotonic() - started) * 1000)
+        if job.status == "running":
+            data = {"kind": "message", "by": by, "chars": len(text), "took_ms": took_ms}
+            with contextlib.suppress(RegistryError):
+                self.registry.publish(job_id, "input", f"{len(text)} characters from {by}", data)
+        return len(text)
+
+    def attach_argv(self, job_id: str) -> list[str]:
+        """The tmux command that puts a person into the job's pane (switch-client when
+        they are already inside this tmux server, else attach)."""
+        self.registry.get(job_id)
+        pane_id = self.pane_for_job(job_id)
+        if pane_id is None:
+            raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
+        base = ["tmux", "-L", self.driver.socket_name]
+        inside = os.environ.get("TMUX", "").split(",")[0]
+        if inside and Path(inside).name == self.driver.socket_name:
+            return [*base, "switch-client", "-t", pane_id]
+        return [*base, "attach-session", "-t", pane_id, ";", "select-window", "-t", pane_id,
+                ";", "select-pane", "-t", pane_id]  # fmt: skip
+
     # -- sessions -------------------------------------------------------------------
 
     def create_session(

@@ -116,3 +116,38 @@ def test_a_built_in_agent_that_is_not_installed_is_refused_and_stores_nothing(
         "or give the command with --agent-cmd\n"
     )
     assert Registry.open(state_dir).list() == []
+
+
+def test_send_gives_the_agent_text_and_records_who(
+    orch: Orchestrator, cli, workdir, wait_for
+) -> None:
+    """`orchestrate send` pastes the text into the agent's pane and presses Enter."""
+    script = 'read line; printf "%s" "$line" > got.txt; sleep 30'
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sh", "-c", script, "{prompt}"])
+    wait_for(lambda: orch.pane_log(job.job_id).stat().st_size > 0, what="the pane")
+    text = "please also run the linter; $(touch pwned) `rm -rf /`"
+    result = cli("send", "--job", job.job_id, text)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"job {job.job_id}: sent {len(text)} characters\n"
+    got = workdir / "got.txt"
+    wait_for(lambda: got.exists() and got.read_text() == text, what="the text to arrive")
+    assert not (workdir / "pwned").exists()
+    inputs = [m.payload for m in orch.registry.bus.read_after(0) if m.type == "job.event"
+              and m.payload["event"] == "input"]  # fmt: skip
+    assert inputs[-1]["data"]["kind"] == "message"
+    assert inputs[-1]["data"]["chars"] == len(text) and "(cli)" in inputs[-1]["data"]["by"]
+
+
+def test_send_and_attach_refuse_what_cannot_be_done(orch: Orchestrator, cli) -> None:
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["true"])
+    empty = cli("send", "--job", job.job_id, "   ")
+    assert (empty.returncode, empty.stderr) == (
+        1,
+        "orchestrate: nothing to send: the text is empty\n",
+    )
+    neither = cli("send", "--job", job.job_id)
+    assert neither.returncode == 2 and "give TEXT or --file FILE" in neither.stderr
+    missing = cli("attach", "--job", "deadbeef")
+    assert (missing.returncode, missing.stderr) == (1, "orchestrate: no job 'deadbeef'\n")
+    shown = cli("attach", "--job", job.job_id, "--print")
+    assert shown.returncode == 0 and "attach-session -t %" in shown.stdout
