@@ -166,6 +166,16 @@ class AgentObserver:
                 )
         return Verdict(tuple(found), finish, heartbeat=_heartbeat(activity))
 
+    def look_at_output(self, job: Job, log_path: Path, now: float) -> Observation | None:
+        """Only the agent's status sequence in its new output: cheap enough to do ten
+        times a second between full looks (a stat, and a read when it grew)."""
+        watch = self.watches.get(job.job_id)
+        if watch is None or not watch.adapter.reads_osc_status:
+            return None
+        found: list[Observation] = []
+        self._read_output(watch, log_path, now, found)
+        return found[-1] if found else None
+
     # -- sources ------------------------------------------------------------
 
     def _read_output(

@@ -509,6 +509,10 @@ class Orchestrator:
         """Whether this orchestrator's tmux server runs."""
         return self.driver.server_running()
 
+    def reconcile_output(self) -> int:
+        """A quick look at running agents' status sequences (see Reconciler.run_output)."""
+        return self.reconciler.run_output()
+
     def reconcile(self) -> ReconcileReport:
         """One liveness pass over running jobs and recorded sessions (see Reconciler)."""
         return self.reconciler.run()

@@ -142,6 +142,24 @@ class Reconciler:
                 report.terminated_sessions = orch.reconcile_sessions()
             return report
 
+    def run_output(self) -> int:
+        """A quick pass between full ones: new status sequences in running jobs' output
+        (Codex's OSC 7501), recorded at once. Returns how many changes it recorded."""
+        with self._lock:
+            orch = self.orchestrator
+            recorded = 0
+            now = self.clock()
+            for job in orch.registry.list(status="running"):
+                seen = self.observer.look_at_output(job, orch.pane_log(job.job_id), now)
+                if seen is None:
+                    continue
+                try:
+                    if orch.registry.observe(job.job_id, seen) is not None:
+                        recorded += 1
+                except RegistryError as exc:
+                    log.info("job %s: activity not recorded: %s", job.job_id, exc)
+            return recorded
+
     def _apply(self, job: Job, verdict: Verdict, report: ReconcileReport) -> None:
         """Record what the look found; end the job if it is over; flag it if quiet."""
         registry = self.orchestrator.registry

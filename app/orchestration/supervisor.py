@@ -27,6 +27,8 @@ LOCK_NAME = "supervisor.lock"
 SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
 """``off`` never starts one (tests that judge passes themselves set it)."""
 PASS_INTERVAL_SEC = 0.5
+OUTPUT_INTERVAL_SEC = 0.1
+"""Between full passes, status sequences in the output are read this often."""
 IDLE_EXIT_SEC = 60.0
 
 
@@ -69,6 +71,8 @@ class Supervisable(Protocol):
     settings: Settings
 
     def reconcile(self) -> ReconcileReport: ...
+
+    def reconcile_output(self) -> int: ...
 
     def tmux_running(self) -> bool: ...
 
@@ -133,5 +137,10 @@ def supervise(
                 break
             if not live and not orchestrator.tmux_running():
                 break  # nothing runs, and nothing can (its tmux server is gone)
-            time.sleep(interval)
+            next_pass = time.monotonic() + interval
+            while live and time.monotonic() + OUTPUT_INTERVAL_SEC < next_pass:
+                time.sleep(OUTPUT_INTERVAL_SEC)
+                with contextlib.suppress(Exception):  # the next full pass reports it
+                    orchestrator.reconcile_output()
+            time.sleep(max(0.0, next_pass - time.monotonic()))
     return 0
