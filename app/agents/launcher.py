@@ -112,10 +112,14 @@ def agent_environment(spec_env: Mapping[str, str], own: Mapping[str, str]) -> di
     return env
 
 
-def tmux(*args: str) -> subprocess.CompletedProcess[str]:
+def tmux(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """One tmux command on this pane's server ($TMUX tells which)."""
     return subprocess.run(
-        [shutil.which("tmux") or "tmux", *args], capture_output=True, text=True, check=False
+        [shutil.which("tmux") or "tmux", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
@@ -152,7 +156,10 @@ def wait_until_ready(spec: LaunchSpec, pane: str, deadline: float) -> None:
 def paste(spec: LaunchSpec, pane: str, text_file: Path) -> None:
     """Paste the prompt as a bracketed paste, wait, then Enter (never send-keys of text)."""
     buffer = f"orchestrate-{spec.job_id}"
-    tmux("load-buffer", "-b", buffer, str(text_file))
+    # Without its last newline: that would submit it, and the Enter after it would
+    # then answer whatever the agent asks next.
+    text = text_file.read_text(encoding="utf-8").rstrip("\n")
+    tmux("load-buffer", "-b", buffer, "-", stdin=text)
     tmux("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane)
     time.sleep(ENTER_AFTER_PASTE_SEC)
     tmux("send-keys", "-t", pane, "Enter")

@@ -190,7 +190,7 @@ class PaneControl:
         buffer = f"orchestrate-{uuid.uuid4().hex[:12]}"
         # From a private file, not argv: the text may be long, and argv is public.
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt") as handle:
-            handle.write(text)
+            handle.write(text.rstrip("\n"))  # the Enter below submits it, once
             handle.flush()
             self._check(self.server.cmd("load-buffer", "-b", buffer, handle.name), "load-buffer")
         self._check(pane.cmd("paste-buffer", "-p", "-d", "-b", buffer), "paste-buffer")
