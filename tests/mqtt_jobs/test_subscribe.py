@@ -337,6 +337,6 @@ def test_a_job_that_ends_without_a_terminal_event_ends_the_wait(broker, cli, spa
         for line in subscriber.stderr
         if line.startswith("orchestrate: job ")
     }
-    assert ends[before].startswith("cancelled: cancelled ") and "by user" in ends[before]
-    assert ends[during].startswith("cancelled: cancelled ") and "by user" in ends[during]
+    assert ends[before].startswith("cancelled: cancelled ") and "(cli)" in ends[before]
+    assert ends[during].startswith("cancelled: cancelled ") and "(cli)" in ends[during]
     assert ends[by_hand].startswith("completed: completed ") and "by hand" in ends[by_hand]
