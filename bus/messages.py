@@ -91,7 +91,7 @@ ON CONFLICT(id) DO NOTHING
 
 def _validate(message: Outgoing) -> None:
     if not isinstance(message.type, str) or not message.type.strip():
-        raise InvalidPayload("message type must be a non-empty string, not blank")
+        raise InvalidPayload("message type must not be empty or blank")
     if not message.from_agent:
         raise InvalidPayload("from_agent must be a non-empty string")
     for name in ("type", "from_agent", "to_agent", "correlation_id", "in_reply_to", "id"):
