@@ -198,6 +198,8 @@ def decode_json(text: str, source: str, **hooks: Any) -> Any:
     which is no Unicode text and cannot be stored or shown.
     """
     hooks.setdefault("object_pairs_hook", _unique_keys)
+    if not text.isascii() and not encodable(text):  # only a Python caller can pass this
+        raise InvalidEvent(f"{source} holds text that is not valid Unicode (a lone surrogate)")
     try:
         value = json.loads(text, **hooks)
     except RecursionError:
