@@ -249,3 +249,18 @@ def test_a_blank_message_type_is_refused(cli: Cli, state_dir: Path, kind: str) -
     before = dump(state_dir)
     one_line(cli("msg", "send", kind, "{}"), (1,), "message type must not be empty or blank")
     assert dump(state_dir) == before
+
+
+def test_a_hook_payload_with_a_duplicate_key_records_nothing(state_dir: Path) -> None:
+    """`orchestrate hook` (which must never fail the agent) reads its JSON as every
+    reader does: a payload naming its event twice is logged and ignored, exit 0."""
+    registry = Registry.open(state_dir)
+    job = registry.register("p", "claude", "alpha")
+    registry.set_status(job.job_id, "running", "picked")
+    payload = '{"hook_event_name": "Stop", "hook_event_name": "UserPromptSubmit"}'
+    result = run_cli("hook", "claude", state_dir=state_dir, input=payload,
+                     env={"ORCHESTRATE_JOB": job.job_id})  # fmt: skip
+    assert (result.returncode, result.stdout) == (0, ""), result
+    assert Registry.open(state_dir).get(job.job_id).activity == "starting"
+    log = (state_dir / "logs" / job.job_id / "hook-errors.log").read_text()
+    assert "hook payload is not valid JSON: duplicate key 'hook_event_name'" in log
