@@ -3,7 +3,8 @@
 The SQLite bus is shared: agents and people send their own messages on it
 (`orchestrate msg send`). But some messages are facts the registry and the
 control room state (a job's accepted event, its status moves, a session's
-state, a queue nudge, a control-room start), and readers act on them: the
+state, a queue nudge, a control-room start, an answer to an agent's permission
+request), and readers act on them: the
 TUI, `subscribe`, `submit`'s wait, the history build. A sender must not be
 able to write one. ``bus`` knows nothing of jobs, so the reservation lives
 here, where a sender's message meets the bus (:func:`send`).
@@ -26,6 +27,9 @@ JOB_REGISTERED: Final = "job.registered"
 JOB_STATUS: Final = "job.status"
 JOB_FLAG: Final = "job.flag"
 """The control room's watcher flags a quiet job (written by ``app``)."""
+JOB_DECISION: Final = "job.decision"
+"""The control room's answer to a permission request, which a waiting agent hook
+obeys (written and read by ``app``): a forged one would approve a command."""
 SESSION_STATUS: Final = "session.status"
 QUEUE_NUDGE: Final = "queue.nudge"
 CONTROL_STARTED: Final = "control.started"
