@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import os
 import sys
 from typing import Any
 
@@ -99,9 +100,14 @@ def domain_errors() -> tuple[type[Exception], ...]:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning domain errors into `orchestrate: <reason>`."""
+    from app.command_line import check_command_line, check_environment
+
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
+        check_environment(os.environ)
+        check_command_line(cli, args, "orchestrate")
         # standalone_mode=False turns ctx.exit(n) into a return value: pass it on.
-        code = cli.main(args=argv, prog_name="orchestrate", standalone_mode=False)
+        code = cli.main(args=args, prog_name="orchestrate", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("orchestrate: aborted", err=True)
         sys.exit(130)

@@ -80,6 +80,11 @@ def encode_payload(payload: Any) -> str:
         text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(f"payload is not JSON-serialisable: {exc}") from exc
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: from a "\udc80" escape or bad bytes
+            raise InvalidPayload("payload holds a string that is not valid Unicode") from None
     if len(text) > MAX_PAYLOAD // 4 and len(text.encode("utf-8")) > MAX_PAYLOAD:
         raise InvalidPayload(f"payload is larger than {MAX_PAYLOAD // (1024 * 1024)} MiB")
     return text

@@ -90,10 +90,24 @@ ON CONFLICT(id) DO NOTHING
 
 
 def _validate(message: Outgoing) -> None:
-    if not message.type or not isinstance(message.type, str):
-        raise InvalidPayload("message type must be a non-empty string")
+    if not isinstance(message.type, str) or not message.type.strip():
+        raise InvalidPayload("message type must not be empty or blank")
     if not message.from_agent:
         raise InvalidPayload("from_agent must be a non-empty string")
+    for name in ("type", "from_agent", "to_agent", "correlation_id", "in_reply_to", "id"):
+        value = getattr(message, name)
+        if isinstance(value, str) and not value.isascii() and not _encodable(value):
+            raise InvalidPayload(f"message {name} is not valid Unicode (it holds a lone surrogate)")
+
+
+def _encodable(text: str) -> bool:
+    """Whether SQLite can store ``text``: UTF-8 has no form for a lone surrogate
+    (what Python makes of bytes on a command line that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _row_values(message: Outgoing, blobs: BlobStore, ts_ms: int) -> tuple[Any, ...]:

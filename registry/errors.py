@@ -65,3 +65,14 @@ class DuplicateEvent(EventRejected):
 class EventAfterTerminal(EventRejected):
     """An event for a job that already ended (completed, error or cancelled), or
     one left over from an attempt before the job was resumed."""
+
+
+class ReservedMessage(RegistryError):
+    """A message a sender may not put on the bus: a type or id only the registry writes."""
+
+
+class TopicMismatch(EventRejected):
+    """An event that arrived where its job does not publish: on another job's MQTT
+    topic, or filed under another job on the bus. The broker's ACL says who may
+    write each topic: for a job that does not sign it is the only proof of who
+    spoke, and for one that does it stops a signed event being replayed elsewhere."""

@@ -51,6 +51,8 @@ MAX_SEQ: Final = 2**53 - 1
 JSONObject = dict[str, Any]
 
 _JOB_ID = re.compile(r"[0-9a-f]{8}")
+# A \uD800-\uDFFF escape: paired ones make one character, a lone one a surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z")
 
 
@@ -189,9 +191,17 @@ def decode_json(text: str, source: str, **hooks: Any) -> Any:
     RecursionError. Each becomes one InvalidEvent line naming ``source``, so
     no caller shows a traceback for bad input. ``hooks`` go to ``json.loads``;
     a ValueError they raise is reported the same way.
+
+    Two things ``json.loads`` accepts are refused: a key given twice in one
+    object (a signer and a verifier, or two readers, could each take a
+    different one) and a ``\\udXXX`` escape that leaves a lone surrogate,
+    which is no Unicode text and cannot be stored or shown.
     """
+    hooks.setdefault("object_pairs_hook", _unique_keys)
+    if not text.isascii() and not encodable(text):  # only a Python caller can pass this
+        raise InvalidEvent(f"{source} holds text that is not valid Unicode (a lone surrogate)")
     try:
-        return json.loads(text, **hooks)
+        value = json.loads(text, **hooks)
     except RecursionError:
         raise InvalidEvent(f"{source} is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, huge ints, the hooks
@@ -202,6 +212,26 @@ def decode_json(text: str, source: str, **hooks: Any) -> Any:
         else:
             reason = str(exc)
         raise InvalidEvent(f"{source} is not valid JSON: {_one_line(reason, 100)}") from None
+    if _SURROGATE_ESCAPE.search(text) and not _all_text_encodable(value):
+        raise InvalidEvent(f"{source} holds text that is not valid Unicode (a lone surrogate)")
+    return value
+
+
+def _all_text_encodable(value: Any) -> bool:
+    """Every string and key in a decoded JSON value is UTF-8 encodable (iterative:
+    the value may be as deep as the decoder allowed)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not encodable(item):
+                return False
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return True
 
 
 def event_from_dict(obj: object) -> Event:

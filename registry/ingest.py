@@ -6,8 +6,9 @@ manual acknowledgement, and hands what has arrived to ``Registry.record_events``
 whatever already waits (up to ``batch_max``) is one transaction, one commit
 (group commit), each event still refused or recorded on its own.
 The PUBACK goes to the broker only after the transaction committed, or after
-a definitive refusal (malformed, forged, unknown job, duplicate, after the
-end): a crash between receipt and commit means a redelivery, never a loss.
+a definitive refusal (malformed, forged, unknown job, on another job's
+topic, duplicate, after the end): a crash between receipt and commit means
+a redelivery, never a loss.
 QoS 1 redeliveries and publisher retries are absorbed by the registry's
 (job_id, seq) dedupe, so each event lands in the bus once.
 
@@ -225,7 +226,9 @@ class IngestBridge:
         while True:
             try:
                 with self._write_lock:
-                    verdicts = registry.record_events([m.payload for m in batch], via="mqtt")
+                    verdicts = registry.record_events(
+                        [m.payload for m in batch], via="mqtt", topics=[m.topic for m in batch]
+                    )
                 self.stats.commits += 1
                 break
             except TRANSIENT_ERRORS as exc:
@@ -261,7 +264,9 @@ class IngestBridge:
         """Commit one message's event, or decide it never will be; raises only for
         transient failures (the caller retries those, unacknowledged)."""
         try:
-            verdict: Recorded | RegistryError = registry.record_event(message.payload, via="mqtt")
+            verdict: Recorded | RegistryError = registry.record_event(
+                message.payload, via="mqtt", topic=message.topic
+            )
         except RegistryError as exc:
             verdict = exc
         return self._settle(message, verdict)

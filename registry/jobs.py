@@ -20,13 +20,16 @@ from bus.db import now_ms
 from bus.errors import StaleClaim
 from registry import activity as activities
 from registry.activity import Observation
+from registry.bus_types import JOB_EVENT, event_message_id
 from registry.errors import (
     DuplicateEvent,
     EventAfterTerminal,
+    EventRejected,
     InvalidEvent,
     InvalidJobInput,
     NoPendingJob,
     RegistryError,
+    TopicMismatch,
 )
 from registry.events import Event, build_event, event_from_dict, parse_event
 from registry.jobstore import AGENT_MOVED, FINAL_STATUSES, JobStore
@@ -244,26 +247,36 @@ class Registry(JobStore):
         return f"{line}; {activities.explain(history[-1])}"
 
     def record_event(
-        self, raw: bytes | str | Mapping[str, Any] | Event, *, via: Via = "cli"
+        self,
+        raw: bytes | str | Mapping[str, Any] | Event,
+        *,
+        via: Via = "cli",
+        topic: str | None = None,
     ) -> Recorded:
         """The path every transport ends in: validate, verify, dedupe, append, move status.
 
-        Raises InvalidEvent (malformed), SignatureError (missing/forged when the
-        job signs), JobNotFound, DuplicateEvent (seq already recorded),
-        EventAfterTerminal (the job already ended), IllegalTransition.
+        ``topic`` is the MQTT topic the event arrived on: it must be its job's
+        own. Raises InvalidEvent (malformed), SignatureError (missing/forged when
+        the job signs), JobNotFound, TopicMismatch, DuplicateEvent (seq already
+        recorded), EventAfterTerminal (the job already ended), IllegalTransition.
         Nothing is stored when it raises.
         """
         event = _parse(raw)
         with self._write() as conn:
             if via != "cli":
                 self._after_commit(lambda: self.audit.record_received(event, source=via))
-            return self._record(conn, event, via)
+            return self._record(conn, event, via, topic=topic)
 
     def record_events(
-        self, raws: Iterable[bytes | str | Mapping[str, Any] | Event], *, via: Via = "cli"
+        self,
+        raws: Iterable[bytes | str | Mapping[str, Any] | Event],
+        *,
+        via: Via = "cli",
+        topics: Iterable[str | None] | None = None,
     ) -> builtins.list[Recorded | RegistryError]:
         """Record a batch in ONE transaction: one commit for many events (group commit).
 
+        ``topics`` (one per event, when they came over MQTT) are where each arrived.
         Each event keeps ``record_event``'s semantics and gets its own verdict,
         in order: its ``Recorded``, or the RegistryError that refused it (the
         same one ``record_event`` would raise). Each runs in its own SAVEPOINT,
@@ -277,18 +290,26 @@ class Registry(JobStore):
                 parsed.append(_parse(raw))
             except RegistryError as exc:
                 parsed.append(exc)
+        arrived = list(topics) if topics is not None else [None] * len(parsed)
+        if len(arrived) != len(parsed):
+            raise ValueError(f"{len(arrived)} topics for {len(parsed)} events")
         verdicts: builtins.list[Recorded | RegistryError] = []
         with self._write() as conn:
             jobs: dict[str, Job] = {}  # each job read once per batch (we hold the write lock)
-            for item in parsed:
+            for item, topic in zip(parsed, arrived, strict=True):
                 if isinstance(item, RegistryError):
                     verdicts.append(item)
                 else:
-                    verdicts.append(self._record_savepoint(conn, item, via, jobs))
+                    verdicts.append(self._record_savepoint(conn, item, via, jobs, topic))
         return verdicts
 
     def _record_savepoint(
-        self, conn: sqlite3.Connection, event: Event, via: Via, jobs: dict[str, Job]
+        self,
+        conn: sqlite3.Connection,
+        event: Event,
+        via: Via,
+        jobs: dict[str, Job],
+        topic: str | None,
     ) -> Recorded | RegistryError:
         """One event of a batch: released if recorded, rolled back (with its queued
         audit lines and its cached job) if refused."""
@@ -297,7 +318,7 @@ class Registry(JobStore):
         try:
             if via != "cli":
                 self._after_commit(lambda: self.audit.record_received(event, source=via))
-            recorded = self._record(conn, event, via, jobs)
+            recorded = self._record(conn, event, via, jobs, topic=topic)
         except RegistryError as exc:
             conn.execute("ROLLBACK TO record_event")
             conn.execute("RELEASE record_event")
@@ -313,16 +334,31 @@ class Registry(JobStore):
         event: Event,
         via: Via,
         jobs: dict[str, Job] | None = None,
+        *,
+        topic: str | None = None,
     ) -> Recorded:
         """Record one event in the caller's transaction. ``jobs`` caches the rows
         this transaction already read and wrote, so a batch reads each job once."""
         cached = jobs.get(event.job_id) if jobs is not None else None
         job = cached if cached is not None else self._require(conn, event.job_id)
         where = f"job {job.job_id} seq {event.seq} ({event.event})"
+        if topic is not None and topic != job.events_topic:
+            raise TopicMismatch(
+                f"event for job {job.job_id} (seq {event.seq}) arrived on {topic}, "
+                f"not on its own topic {job.events_topic}"
+            )
         if job.auth_token is not None:
             verify(event, job.auth_token)
-        message_id = f"{job.job_id}:{event.seq}"
-        if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
+        message_id = event_message_id(job.job_id, event.seq)
+        held = conn.execute(
+            "SELECT type, correlation_id FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if held is not None:
+            if tuple(held) != (JOB_EVENT, job.job_id):  # taken before such ids were reserved
+                raise EventRejected(
+                    f"seq {event.seq} of job {job.job_id} cannot be recorded: its bus id "
+                    f"{message_id} is held by a {held[0]!r} message"
+                )
             raise DuplicateEvent(f"duplicate seq {event.seq} for job {job.job_id}")
         if job.status in FINAL_STATUSES:
             log.info("ignoring %s via %s: job already %s", where, via, job.status)
@@ -334,7 +370,7 @@ class Registry(JobStore):
             )
         bus_seq = self._publish(
             conn,
-            "job.event",
+            JOB_EVENT,
             job.job_id,
             event.to_dict(),
             message_id=message_id,

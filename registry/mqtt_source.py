@@ -3,8 +3,9 @@
 ``orchestrate subscribe`` follows a set of jobs wherever their events travel:
 a job with a broker over MQTT (persistent session, ack after the consumer
 has handled the event), a job without one on the local SQLite bus. Every
-MQTT payload is parsed and verified against the job's auth_token before it
-reaches the consumer; anything else is dropped with a logged reason.
+MQTT payload and bus message is checked (``registry.event_trust``: the job's
+topic, its auth_token, its attempt) before it reaches the consumer; anything
+else is dropped with a logged reason.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import queue
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -28,51 +29,13 @@ from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMess
 from bus.mqtt_config import new_client_id
 from bus.mqtt_subscriber import DEFAULT_SESSION_EXPIRY_S
 from registry.errors import EventRejected, InvalidEvent
-from registry.events import Event, parse_event
-from registry.signing import verify
+from registry.event_trust import WatchedJob, verify_payload
+from registry.events import Event
 from registry.waiter import bus_events
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
-
-
-class UnexpectedJob(EventRejected):
-    """A well-formed event for a job nobody asked to follow (it cannot be verified)."""
-
-
-@dataclass(frozen=True)
-class WatchedJob:
-    """One job to follow and what it takes to trust its events.
-
-    ``token`` None means the job does not sign (registered with ``--no-sign``);
-    ``broker`` None means it lives on the SQLite bus alone. Events with a seq
-    at or below ``seq_floor`` belong to an attempt before a resume (a retained
-    terminal event of that attempt must not end the new one).
-    """
-
-    job_id: str
-    topic: str
-    token: str | None
-    broker: BrokerConfig | None
-    seq_floor: int = 0
-
-
-def verify_payload(payload: bytes, jobs: Mapping[str, WatchedJob]) -> Event:
-    """The event in ``payload`` if it is a v1 event for one of ``jobs``, signed
-    with that job's token; else InvalidEvent / SignatureError / UnexpectedJob /
-    EventRejected with a one-line reason."""
-    event = parse_event(payload)
-    job = jobs.get(event.job_id)
-    if job is None:
-        raise UnexpectedJob(f"event for unexpected job {event.job_id} (seq {event.seq})")
-    if job.token is not None:
-        verify(event, job.token)
-    if event.seq <= job.seq_floor:
-        raise EventRejected(
-            f"job {event.job_id} seq {event.seq} belongs to an attempt before the resume"
-        )
-    return event
 
 
 class ClientIdLock:
@@ -146,7 +109,7 @@ class JobEventFeed:
     One ``MqttSubscriber`` per distinct broker, with a client id stable per
     (host, job set) so that a restarted subscriber (or broker) resumes the
     same session; each has a thread that verifies what arrives. Jobs without
-    a broker are read from the bus (already verified by the registry).
+    a broker are read from the bus, checked the same way.
     """
 
     def __init__(
@@ -279,7 +242,7 @@ class JobEventFeed:
 
     def _handle(self, sub: MqttSubscriber, message: ReceivedMessage) -> None:
         try:
-            event = verify_payload(message.payload, self.jobs)
+            event = verify_payload(message.payload, self.jobs, topic=message.topic)
         except (InvalidEvent, EventRejected) as exc:
             self.dropped += 1
             log.warning("dropped message on %s: %s", message.topic, exc)
@@ -292,9 +255,8 @@ class JobEventFeed:
         try:
             assert self.bus_factory is not None
             bus = self.bus_factory()
-            for event in bus_events(bus, self.bus_jobs, stop=self._stop.is_set):
-                if event.seq <= self.jobs[event.job_id].seq_floor:
-                    continue  # an attempt before a resume: its end is not this one's
+            on_bus = {job_id: self.jobs[job_id] for job_id in self.bus_jobs}
+            for event in bus_events(bus, on_bus, stop=self._stop.is_set):
                 self._queue.put(FedEvent(event, "sqlite bus"))
         except Exception:  # the consumer then times out rather than hangs; say why
             log.exception("stopped following the SQLite bus")

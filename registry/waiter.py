@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
 from bus.messages import Bus
-from registry.errors import InvalidEvent
-from registry.events import Event, event_from_dict
+from registry.bus_types import JOB_EVENT
+from registry.errors import RegistryError
+from registry.event_trust import WatchedJob, verify_bus_message, watched_on_bus
+from registry.events import Event
 from registry.jobstore import FINAL_STATUSES, JobStore
 
 log = logging.getLogger(__name__)
@@ -174,22 +176,27 @@ class RegistryWatchingWaiter(JobWaiter):
 
 
 def bus_events(
-    bus: Bus, job_ids: Iterable[str], *, after_seq: int = 0, stop: Callable[[], bool]
+    bus: Bus,
+    jobs: Mapping[str, WatchedJob],
+    *,
+    after_seq: int = 0,
+    stop: Callable[[], bool],
 ) -> Iterator[Event]:
-    """Job events recorded on the SQLite bus after ``after_seq``, until ``stop()``.
+    """The believable events of ``jobs`` on the SQLite bus after ``after_seq``, until
+    ``stop()``.
 
-    The bus only holds events the registry accepted (validated and verified), so
-    this source is already trusted; a payload that no longer parses is skipped.
+    Checked as MQTT events are (``registry.event_trust``): the bus is shared, and a
+    `job.event` there is the registry's only while nothing else writes one. Anything
+    that fails a check is skipped with a logged reason.
     """
-    wanted = frozenset(job_ids)
-    task = next(iter(wanted)) if len(wanted) == 1 else None
+    task = next(iter(jobs)) if len(jobs) == 1 else None
     for message in bus.follow(after_seq=after_seq, task=task, stop=stop):
-        if message.type != "job.event" or message.correlation_id not in wanted:
+        if message.type != JOB_EVENT or message.correlation_id not in jobs:
             continue
         try:
-            yield event_from_dict(message.payload)
-        except InvalidEvent as exc:
-            log.warning("skipped unreadable job event at bus seq %d: %s", message.seq, exc)
+            yield verify_bus_message(message, jobs)
+        except RegistryError as exc:
+            log.warning("dropped job event at bus seq %d: %s", message.seq, exc)
 
 
 def wait_on_bus(
@@ -199,8 +206,10 @@ def wait_on_bus(
     after_seq: int = 0,
     on_event: Callable[[Event, Verdict], None] | None = None,
 ) -> JobWaiter:
-    """Feed ``waiter`` from the bus until every job ended or a deadline passed."""
-    for event in bus_events(bus, waiter.job_ids, after_seq=after_seq, stop=waiter.check_deadlines):
+    """Feed ``waiter`` from the bus until every job ended or a deadline passed; each
+    job's events are verified against its record in the registry on ``bus``."""
+    jobs = watched_on_bus(JobStore(bus, audited=False), waiter.job_ids)
+    for event in bus_events(bus, jobs, after_seq=after_seq, stop=waiter.check_deadlines):
         verdict = waiter.offer(event)
         if on_event is not None:
             on_event(event, verdict)

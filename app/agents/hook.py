@@ -32,11 +32,16 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 
 
 def read_payload(argv: Sequence[str], stdin_text: str) -> dict[str, Any]:
-    """The hook's JSON object: stdin, else a JSON last argument (Codex `notify`)."""
+    """The hook's JSON object: stdin, else a JSON last argument (Codex `notify`).
+
+    Read as all JSON from outside is (``decode_json``): a key given twice or a
+    lone surrogate is refused (InvalidEvent, logged by ``main``), never guessed at."""
+    from registry.events import decode_json
+
     for text in (stdin_text, argv[-1] if argv else ""):
         text = text.strip()
         if text.startswith("{"):
-            value = json.loads(text[:MAX_PAYLOAD_BYTES])
+            value = decode_json(text[:MAX_PAYLOAD_BYTES], "hook payload")
             if isinstance(value, dict):
                 return value
     return {}

@@ -14,6 +14,7 @@ from app.commands.json_argument import read_json_argument
 from app.settings import Settings
 from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Message, Outgoing
+from registry.bus_types import send as send_message
 from registry.errors import InvalidEvent
 from registry.records import check_label
 from registry.wording import counted
@@ -84,7 +85,10 @@ def send(
     in_reply_to: str | None,
     msg_id: str | None,
 ) -> None:
-    """Publish a message of TYPE with a JSON PAYLOAD (or @file.json)."""
+    """Publish a message of TYPE with a JSON PAYLOAD (or @file.json).
+
+    Types starting job., session., queue. or control. are orchestrate's own and
+    refused, as are ids starting with a job id and ':'."""
     body = parse_payload(payload)
     bus = settings.open_bus()
     if to_agent is not None:
@@ -98,7 +102,7 @@ def send(
         in_reply_to=in_reply_to,
         **({"id": msg_id} if msg_id else {}),
     )
-    result = bus.publish(message)
+    result = send_message(bus, message)
     emit({"seq": result.seq, "id": result.id, "duplicate": result.duplicate})
 
 

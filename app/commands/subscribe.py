@@ -28,9 +28,10 @@ import click
 from app.settings import Settings
 from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
+from registry.event_trust import WatchedJob
 from registry.events import is_job_id
 from registry.jobs import Registry
-from registry.mqtt_source import FedEvent, JobEventFeed, WatchedJob
+from registry.mqtt_source import FedEvent, JobEventFeed
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, MAX_TIMEOUT_SEC, Job
 from registry.waiter import JobWaiter, RegistryWatchingWaiter
 

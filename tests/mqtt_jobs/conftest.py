@@ -14,7 +14,9 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 import pytest
 
+from registry.ingest import IngestBridge
 from tests.mosquitto_fixture import RunningBroker
+from tests.polling import poll_until as wait_for
 
 
 @dataclass
@@ -100,3 +102,39 @@ def raw_publish(broker: RunningBroker, topic: str, payload: bytes, retain: bool 
     finally:
         client.disconnect()
         client.loop_stop()
+
+
+class BridgeThread:
+    """An IngestBridge running in a thread, as the TUI runs it in a worker."""
+
+    def __init__(self, bridge: IngestBridge) -> None:
+        self.bridge = bridge
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=bridge.run, args=(self.stop_event,), daemon=True)
+
+    def start(self) -> BridgeThread:
+        self.thread.start()
+        assert wait_for(lambda: self.bridge.state == "connected", 15)
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def run_bridge(state_dir: Path) -> Iterator[object]:
+    """``run_bridge(broker, **kwargs)``: a started bridge for this test's state dir."""
+    running: list[BridgeThread] = []
+
+    def start(broker: RunningBroker, **kwargs: object) -> BridgeThread:
+        bridge = IngestBridge(state_dir, broker.config(), **kwargs)  # type: ignore[arg-type]
+        assert bridge.state == "none"
+        running.append(BridgeThread(bridge).start())
+        return running[-1]
+
+    yield start
+    for bridge in running:
+        if bridge.thread.is_alive():
+            bridge.stop()

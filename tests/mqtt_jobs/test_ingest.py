@@ -7,10 +7,7 @@ import os
 import signal
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from bus.mqtt import MqttPublisher, publish_once
 from registry.events import Event, build_event
@@ -18,7 +15,7 @@ from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.signing import sign
 from tests.mosquitto_fixture import RunningBroker
-from tests.mqtt_jobs.conftest import raw_publish
+from tests.mqtt_jobs.conftest import BridgeThread, raw_publish
 from tests.polling import poll_until as wait_for
 
 
@@ -52,42 +49,6 @@ def bus_event_seqs(state_dir: Path, job_id: str) -> list[int]:
 
 def moves(state_dir: Path, job_id: str) -> list[tuple[str | None, str]]:
     return [(c.from_state, c.to_state) for c in Registry.open(state_dir).history(job_id)]
-
-
-class BridgeThread:
-    """An IngestBridge running in a thread, as the TUI runs it in a worker."""
-
-    def __init__(self, bridge: IngestBridge) -> None:
-        self.bridge = bridge
-        self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=bridge.run, args=(self.stop_event,), daemon=True)
-
-    def start(self) -> BridgeThread:
-        self.thread.start()
-        assert wait_for(lambda: self.bridge.state == "connected", 15)
-        return self
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(10)
-        assert not self.thread.is_alive()
-
-
-@pytest.fixture
-def run_bridge(state_dir: Path) -> Iterator[object]:
-    """``run_bridge(broker, **kwargs)``: a started bridge for this test's state dir."""
-    running: list[BridgeThread] = []
-
-    def start(broker: RunningBroker, **kwargs: object) -> BridgeThread:
-        bridge = IngestBridge(state_dir, broker.config(), **kwargs)  # type: ignore[arg-type]
-        assert bridge.state == "none"
-        running.append(BridgeThread(bridge).start())
-        return running[-1]
-
-    yield start
-    for bridge in running:
-        if bridge.thread.is_alive():
-            bridge.stop()
 
 
 def test_remote_events_land_in_the_bus_exactly_once(broker, state_dir, run_bridge) -> None:  # type: ignore[no-untyped-def]

@@ -180,7 +180,7 @@ def test_parse_accepts_str_and_fractional_seconds() -> None:
         (b"[" * 100_000, "event is"),
         (b"[" * 60_000, "nested too deeply"),
         (raw(valid_dict(detail="\x1b[2J cleared")), "control character"),
-        (b'{"detail": "\\ud800"}', "missing field"),
+        (b'{"detail": "\\ud800"}', "lone surrogate"),
     ],
 )
 def test_parse_refuses_with_one_line_reason(payload: bytes, fragment: str) -> None:
