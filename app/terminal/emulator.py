@@ -181,15 +181,15 @@ class _Stream(pyte.Stream):
 
     def _forward(self, sequence: str, kind: str) -> None:
         """Hand pyte a complete sequence it renders; drop the rest."""
-        if kind == "csi":
-            if len(sequence) > MAX_SEQUENCE_CHARS or not _PYTE_CSI.fullmatch(sequence):
-                return
-            if ":" in sequence:  # ITU T.416 sub-parameters (38:2::r:g:b), pyte reads ";"
-                sequence = _colon_parameters(sequence)
-        elif kind == "esc" and not _PYTE_ESC.fullmatch(sequence):
+        renders = {
+            "csi": len(sequence) <= MAX_SEQUENCE_CHARS and _PYTE_CSI.fullmatch(sequence),
+            "esc": _PYTE_ESC.fullmatch(sequence),
+            "control": sequence in _PYTE_CONTROLS,
+        }
+        if not renders[kind]:
             return
-        elif kind == "control" and sequence not in _PYTE_CONTROLS:
-            return
+        if kind == "csi" and ":" in sequence:  # T.416 sub-parameters (38:2::r:g:b)
+            sequence = _colon_parameters(sequence)
         for char in sequence:
             try:
                 self._send_to_parser(char)
