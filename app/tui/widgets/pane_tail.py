@@ -15,6 +15,7 @@ from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from app.terminal.emulator import TerminalEmulator
+from app.tui.safe_text import as_text
 
 POLL_INTERVAL_S = 0.1  # at most ten repaints a second, however fast the agent prints
 INITIAL_BYTES = 256 * 1024  # of an existing log, replayed to rebuild its screen
@@ -70,7 +71,7 @@ class PaneTail(ScrollView, can_focus=True):
         if path == self.path and path is not None:
             return
         self.path = path
-        self.border_title = str(path.name) if path else "pane log"
+        self.border_title = as_text(path.name) if path else "pane log"  # a str is markup
         self._show([], 0)
         if path is None:
             self.workers.cancel_group(self, "tail")
