@@ -41,8 +41,9 @@ HISTORY_LINES: Final = 2000
 # swallow, and hold in memory, everything after it).
 MAX_SEQUENCE_CHARS: Final = 4096
 # What pyte raises on sequences it cannot take (a CSI with more parameters than its
-# handler, a non-ASCII digit as a parameter): the sequence is dropped, as a terminal would.
-MALFORMED_SEQUENCE: Final = (TypeError, ValueError, IndexError, KeyError)
+# handler, a parameter Python cannot turn into an int, `CSI 3 K` that pyte's
+# erase_in_line does not know): the sequence is dropped, as a terminal would.
+MALFORMED_SEQUENCE: Final = (TypeError, ValueError, IndexError, KeyError, UnboundLocalError)
 # Private modes that switch to the alternate screen (47, 1047, 1049).
 _ALTERNATE_SCREEN_MODES: Final = frozenset({47, 1047, 1049})
 _PLAIN_ASCII = re.compile(r"[ -~]*")

@@ -8,10 +8,17 @@ not expanded again, so only what is written into those arguments needs escaping.
 Separately, tmux parses its own argv: an argument ending in `;` ends the command there
 and the next arguments run as a new tmux command (`send-keys -l 'a;' run-shell ...`).
 Every untrusted argument goes through `argument_literal`, and those tmux expands through
-`format_literal` (which does both).
+`format_literal` (which does both; checked against real tmux in tests/fuzz).
 """
 
 from __future__ import annotations
+
+import re
+
+# A run of "#" not followed by "[": tmux reads "##" as "#". A run followed by "[" is a
+# style (`#[fg=red]`) that tmux copies through as it stands, for the status line to
+# draw: doubling it would change the text.
+_HASHES = re.compile(r"#++(?!\[)")
 
 
 def argument_literal(text: str) -> str:
@@ -32,5 +39,7 @@ def format_literal(text: str) -> str:
 
     >>> format_literal("/work/x#(touch y)")
     '/work/x##(touch y)'
+    >>> format_literal("#[fg=red] ##[b]")
+    '#[fg=red] ##[b]'
     """
-    return argument_literal(text.replace("#", "##"))
+    return argument_literal(_HASHES.sub(lambda run: run.group() * 2, text))

@@ -75,7 +75,8 @@ def test_hostile_paths_reach_tmux_literally(
     """A workdir, a state dir (ORCHESTRATE_HOME, where the pane log and launch script
     live) and the log path holding `#(...)` are passed literally: the agent runs in that
     very directory, its output lands in that very log, and nothing else runs."""
-    workdir = hostile(tmp_path, "workdir")
+    workdir = hostile(tmp_path, "workdir") / "style#[fg=red]##[b]#"  # styles pass as written
+    workdir.mkdir()
     state = hostile(tmp_path, "state")
     log = hostile(state / "logs", "log") / "pane.log"
     prompt = tmp_path / "prompt.txt"
@@ -134,6 +135,7 @@ def test_a_trailing_semicolon_is_typed_not_taken_as_a_tmux_separator(
 
 def test_escapes_are_the_documented_ones() -> None:
     assert format_literal("a#b##") == "a##b####"
+    assert format_literal("d#[x ##[y #") == "d#[x ##[y ##"  # tmux copies #...[ through
     assert format_literal("x;") == "x\\;"
     assert argument_literal("#x") == "#x"
     assert argument_literal("a\\;") == "a\\\\;"
