@@ -168,3 +168,20 @@ async def test_job_detail_shows_hostile_record_timeline_and_pane(hostile: FakeSo
         assert_safe_output(app)
         await pilot.press("escape")
         assert app.is_running
+
+
+async def test_a_flooding_or_truncated_pane_log_is_followed(tmp_path: Path) -> None:
+    """Megabytes of output are not all replayed (the tail jumps to the last part), and a
+    log cut short is read again from its start."""
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"".join(b"\x1b[32mline %d\x1b[0m\r\n" % n for n in range(200_000)))
+    app = make(FakeSource.seeded(pane_log=log))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, "3fa2c1d0")
+        await pilot.press("l")
+        tail = app.main.query_one("#log-tail")
+        await wait_until(pilot, lambda: "line 199999" in tail.lines, "the flood's end")  # type: ignore[attr-defined]
+        assert tail.line_count <= 2000  # type: ignore[attr-defined]
+        log.write_bytes(b"fresh start\r\n")
+        await wait_until(pilot, lambda: tail.lines == ["fresh start"], "the new log")  # type: ignore[attr-defined]

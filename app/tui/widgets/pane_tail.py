@@ -3,6 +3,7 @@ never the agent's escape sequences)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from app.tui.safe_text import as_text
 POLL_INTERVAL_S = 0.1  # at most ten repaints a second, however fast the agent prints
 INITIAL_BYTES = 256 * 1024  # of an existing log, replayed to rebuild its screen
 READ_BYTES = 64 * 1024
+SKIP_AHEAD_BYTES = 4 * INITIAL_BYTES  # more unread than this: jump ahead (output floods)
 MAX_LINES = 2000
 NO_LOG = "(no pane log for this job yet)"
 
@@ -88,15 +90,19 @@ class PaneTail(ScrollView, can_focus=True):
             time.sleep(POLL_INTERVAL_S)
         terminal = TerminalEmulator()
         with path.open("rb") as handle:
-            start = max(handle.seek(0, 2) - INITIAL_BYTES, 0)
-            handle.seek(start)
-            if start:
-                handle.readline()  # start on a line, not inside an escape sequence
             while not worker.is_cancelled:
-                fed = False
-                while chunk := handle.read(READ_BYTES):
+                size = os.fstat(handle.fileno()).st_size
+                if size < handle.tell() or size - handle.tell() > SKIP_AHEAD_BYTES:
+                    # the log was cut, or grows faster than it is worth replaying:
+                    # rebuild the screen from its last INITIAL_BYTES
+                    terminal = TerminalEmulator()
+                    handle.seek(max(size - INITIAL_BYTES, 0))
+                    if handle.tell():
+                        handle.readline()  # start on a line, not inside an escape sequence
+                fed = 0
+                while fed < SKIP_AHEAD_BYTES and (chunk := handle.read(READ_BYTES)):
                     terminal.feed(chunk)
-                    fed = True
+                    fed += len(chunk)
                     if worker.is_cancelled:
                         return
                 if fed:
