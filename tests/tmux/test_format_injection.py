@@ -67,6 +67,8 @@ def test_legitimate_labels_still_work(driver: TmuxDriver) -> None:
     labels = {info.label for info in driver.list_sessions()}
     assert labels == {"tmux:claude", "team.alpha:1", "demo-3", "a.b%c:d", "user@host", "w/x+y=z"}
     assert SAFE_LABEL.pattern.startswith("[A-Za-z0-9_]")  # never an option or a tmux target
+    # an agent's OSC 52 must not reach the clipboard of whoever attaches
+    assert driver.server.cmd("show-options", "-sv", "set-clipboard").stdout == ["off"]
 
 
 def test_hostile_paths_reach_tmux_literally(
