@@ -54,6 +54,7 @@ def test_watch_survives_hostile_labels_details_and_pane_output(
     # Any answer tmux gave to a query is queued as input before these keys: a phantom
     # "?" would open help, a "c" the cancel dialog.
     pane.keys("/")
+    pane.wait_for(lambda s: "esc: close" in s, "the filter bar")
     pane.keys("-l", "zz")
     screen = pane.wait_for(lambda s: "filter: zz" in s, "the filter, typed after the log")
     assert "Keys" not in screen and "Cancel job" not in screen
