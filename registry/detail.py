@@ -16,8 +16,14 @@ from registry.errors import InvalidEvent
 
 MAX_DETAIL_CHARS: Final = 2000
 # C0 controls except tab and newline, DEL, C1 controls: terminal escape
-# sequences in a detail would repaint the control room.
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# sequences in a detail would repaint the control room (and be answered by the
+# operator's terminal as key presses). Bidi marks, embeddings, overrides and
+# isolates, and line/paragraph separators: they reorder or split what is shown.
+# Refused, not stripped: the event is signed as sent, and a stored copy that
+# differs from what was signed could never be verified again.
+CONTROL_CHARACTER = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+)
 
 _UNIX_ROOTS = (
     "home|Users|root|etc|var|tmp|opt|usr|srv|mnt|media|private|Volumes|proc|sys|dev|workspace|nix"

@@ -21,8 +21,9 @@ from app.tmux.errors import (
     TmuxCommandFailed,
     TmuxError,
 )
+from app.tmux.format_safe import argument_literal, format_literal
 from app.tmux.models import ControlRoom, PaneStatus, SessionInfo, StopResult
-from app.tmux.names import label_for, session_name_for
+from app.tmux.names import is_safe_label, label_for, session_name_for
 from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, OWNER_OPTION, PaneControl
 
 StopMode = Literal["graceful", "soft", "hard"]
@@ -51,6 +52,8 @@ class TmuxDriver(PaneControl):
     # -- sessions -----------------------------------------------------------
 
     def _session(self, label: str) -> Session | None:
+        if not is_safe_label(label):  # no tmux session can have been made for it
+            return None
         name = session_name_for(label)
         if not self.server_running():
             return None
@@ -64,7 +67,9 @@ class TmuxDriver(PaneControl):
     def check_owner(self, label: str) -> None:
         """SessionOwnedElsewhere if `label`'s tmux session was made for another state
         dir: two projects on one tmux server would otherwise share (and stop, and
-        kill) each other's agents under a common label such as `tmux:claude`."""
+        kill) each other's agents under a common label such as `tmux:claude`.
+        InvalidLabel for a label that cannot name a tmux session."""
+        session_name_for(label)
         session = self._session(label)
         if session is not None:
             self._claim(session, label, adopt=False)
@@ -83,7 +88,8 @@ class TmuxDriver(PaneControl):
                 "project its own ORCHESTRATE_TMUX_SOCKET"
             )
         if not current and adopt:
-            self._check(session.cmd("set-option", OWNER_OPTION, self.owner), "set-option")
+            owner = argument_literal(self.owner)
+            self._check(session.cmd("set-option", OWNER_OPTION, owner), "set-option")
 
     def ensure_session(self, label: str, start_directory: str | Path | None = None) -> str:
         """Create the tmux session for `label`, or reuse it; returns its session id."""
@@ -95,7 +101,7 @@ class TmuxDriver(PaneControl):
             session = self.server.new_session(
                 session_name=session_name_for(label),
                 window_name="home",
-                start_directory=str(start_directory) if start_directory else None,
+                start_directory=_directory(start_directory),
                 x=SESSION_WIDTH,
                 y=SESSION_HEIGHT,
             )
@@ -107,6 +113,8 @@ class TmuxDriver(PaneControl):
             return str(again.session_id)
         except libtmux_exc.LibTmuxException as error:
             raise TmuxCommandFailed(f"cannot create tmux session for {label!r}: {error}") from error
+        # An agent's OSC 52 would otherwise reach the clipboard of whoever attaches.
+        self._check(self.server.cmd("set-option", "-s", "set-clipboard", "off"), "set-option")
         self._claim(session, label)
         return str(session.session_id)
 
@@ -183,7 +191,7 @@ class TmuxDriver(PaneControl):
         must hold ORCHESTRATE_HOME; ORCHESTRATE_JOB is set to `job_id`.
         """
         if not _JOB_ID.fullmatch(job_id):
-            raise TmuxCommandFailed(f"job id {job_id!r} must be letters, digits, - or _")
+            raise TmuxCommandFailed(f"job id {job_id!a} must be letters, digits, - or _")
         if "ORCHESTRATE_HOME" not in env:
             raise TmuxCommandFailed("agent environment lacks ORCHESTRATE_HOME")
         pane_env = {key: str(value) for key, value in env.items()}
@@ -280,10 +288,10 @@ class TmuxDriver(PaneControl):
             raise SessionNotFound(f"tmux session for {label!r} vanished while starting")
         try:
             window = session.new_window(
-                window_name=window_name,
+                window_name=format_literal(window_name),
                 attach=False,
-                start_directory=str(start_directory) if start_directory else None,
-                window_shell=window_command(spec_path),
+                start_directory=_directory(start_directory),
+                window_shell=argument_literal(window_command(spec_path)),
             )
         except libtmux_exc.LibTmuxException as error:
             raise TmuxCommandFailed(f"cannot open agent window: {error}") from error
@@ -293,8 +301,11 @@ class TmuxDriver(PaneControl):
         window.set_option("remain-on-exit", "on")
         if job_id:
             self._check(pane.cmd("set-option", "-p", JOB_OPTION, job_id), "set-option")
-        self._check(pane.cmd("set-option", "-p", EXIT_FILE_OPTION, str(exit_file)), "set-option")
-        self._check(pane.cmd("pipe-pane", "-o", f"cat >> {shlex.quote(str(log))}"), "pipe-pane")
+        exit_path = argument_literal(str(exit_file))
+        self._check(pane.cmd("set-option", "-p", EXIT_FILE_OPTION, exit_path), "set-option")
+        # pipe-pane expands its command as a format: a state dir holding "#(...)" would run
+        pipe = format_literal(f"cat >> {shlex.quote(str(log))}")
+        self._check(pane.cmd("pipe-pane", "-o", pipe), "pipe-pane")
         # The launcher waits on this channel: the command starts only now,
         # after pipe-pane and remain-on-exit are in place.
         self._check(self.server.cmd("wait-for", "-S", spec.channel), "wait-for")
@@ -359,6 +370,8 @@ class TmuxDriver(PaneControl):
 
         Reuses the window when it is already open.
         """
+        if not _JOB_ID.fullmatch(job_id):
+            raise TmuxCommandFailed(f"job id {job_id!a} must be letters, digits, - or _")
         window_name = f"w:{job_id}"
         self.ensure_session(session_label)
         session = self._session(session_label)
@@ -375,9 +388,9 @@ class TmuxDriver(PaneControl):
                 )
         log = Path(log_path).resolve()
         window = session.new_window(
-            window_name=window_name,
+            window_name=format_literal(window_name),
             attach=False,
-            window_shell=f"exec tail -F {shlex.quote(str(log))}",
+            window_shell=argument_literal(f"exec tail -F {shlex.quote(str(log))}"),
         )
         top_pane = window.active_pane
         if top_pane is None:
@@ -385,13 +398,20 @@ class TmuxDriver(PaneControl):
         bottom_pane = top_pane.split(
             direction=PaneDirection.Below,
             size="30%",
-            shell=shlex.join(["exec", *follow_cmd_argv]) if follow_cmd_argv else None,
+            shell=argument_literal(shlex.join(["exec", *follow_cmd_argv]))
+            if follow_cmd_argv
+            else None,
         )
         return ControlRoom(
             window_id=str(window.window_id),
             log_pane_id=str(top_pane.pane_id),
             follow_pane_id=str(bottom_pane.pane_id),
         )
+
+
+def _directory(path: str | Path | None) -> str | None:
+    """A start directory as tmux's `-c` needs it: tmux expands it as a format."""
+    return format_literal(str(path)) if path else None
 
 
 __all__ = [

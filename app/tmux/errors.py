@@ -22,7 +22,7 @@ class TmuxCommandFailed(TmuxError):
 
 
 class InvalidLabel(TmuxError):
-    """An agent-session label that cannot name a tmux session (empty, control chars)."""
+    """An agent-session label that cannot name a tmux session (empty, or not SAFE_LABEL)."""
 
 
 class SessionOwnedElsewhere(TmuxError):

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from app.tmux.errors import InvalidLabel
 
 DEFAULT_SOCKET_NAME = "orchestrate"
 SOCKET_ENV = "ORCHESTRATE_TMUX_SOCKET"
+
+# The label becomes a tmux session name, which tmux expands as a format (`#(cmd)` runs
+# cmd): a label is one short word of these characters, or it is refused.
+SAFE_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@%+=/-]{0,99}")
 
 # tmux silently rewrites "." and ":" in session names (they are target
 # separators), so they are percent-escaped; "%" itself is escaped first so the
@@ -33,9 +38,22 @@ def session_name_for(label: str) -> str:
     """
     if not label or not label.strip():
         raise InvalidLabel("agent-session label must not be empty")
-    if any(ord(char) < 32 or ord(char) == 127 for char in label):
-        raise InvalidLabel(f"agent-session label {label!r} contains control characters")
+    if not is_safe_label(label):
+        raise InvalidLabel(
+            f"agent-session label {label!a} cannot name a tmux session: use at most 100 "
+            "letters, digits and _ . : @ % + = / - (starting with a letter, digit or _)"
+        )
     return "".join(_ESCAPES.get(char, char) for char in label)
+
+
+def is_safe_label(label: str) -> bool:
+    """Whether ``label`` can name a tmux session (SAFE_LABEL); no tmux session exists for
+    any other label, so lookups answer "none" instead of raising.
+
+    >>> is_safe_label("tmux:claude"), is_safe_label("x#(reboot)")
+    (True, False)
+    """
+    return SAFE_LABEL.fullmatch(label) is not None
 
 
 def label_for(session_name: str) -> str:

@@ -27,6 +27,7 @@ from app.tmux.errors import (
     TmuxNotInstalled,
     TmuxServerUnreachable,
 )
+from app.tmux.format_safe import argument_literal
 from app.tmux.models import PaneStatus
 from app.tmux.names import default_socket_name
 
@@ -170,7 +171,8 @@ class PaneControl:
         """Type `text` literally (no key names, no shell) into exactly `pane_id`."""
         pane = self._live_pane(pane_id)
         if text:
-            self._check(pane.cmd("send-keys", "-l", text), "send-keys")
+            # a trailing ";" would end the tmux command (and be lost) without the escape
+            self._check(pane.cmd("send-keys", "-l", argument_literal(text)), "send-keys")
         if enter:
             self._check(pane.cmd("send-keys", "Enter"), "send-keys")
 

@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
 from app.tui.mailbox import DeltaMailbox
+from app.tui.safe_text import visible
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
@@ -119,6 +120,26 @@ class ControlRoomApp(App[None]):
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice here carries data (labels, job ids, errors, pane text), so none
+        is ever markup, whatever the caller asks, and control characters show as such.
+        Screens' and widgets' `notify` come here too."""
+        super().notify(
+            visible(message, one_line=False),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def on_mount(self) -> None:
         # The first poll reads a screenful of jobs and events: started after the
@@ -312,7 +333,9 @@ class ControlRoomApp(App[None]):
                 named = subject and subject in str(error)
                 what = f"Could not {verb}" if named else f"Could not {verb} {subject}".rstrip()
                 raise self.ActionFailed(f"{what}: {error}") from error
-            self.post_message(self.Notice(done.format(result=result)))
+            # replace, not str.format: `done` holds labels and ids, and a label such as
+            # "{result.__class__}" must stay text, not reach into objects
+            self.post_message(self.Notice(done.replace("{result}", str(result))))
 
         self.run_worker(call, thread=True, exit_on_error=False, description=description)
 

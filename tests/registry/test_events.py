@@ -180,6 +180,9 @@ def test_parse_accepts_str_and_fractional_seconds() -> None:
         (b"[" * 100_000, "event is"),
         (b"[" * 60_000, "nested too deeply"),
         (raw(valid_dict(detail="\x1b[2J cleared")), "control character"),
+        (raw(valid_dict(detail="\x9b6n asks the terminal")), "control character"),
+        (raw(valid_dict(detail="ok \u202efdp.exe")), "control character"),  # bidi override
+        (raw(valid_dict(detail="one\u2028two")), "control character"),
         (b'{"detail": "\\ud800"}', "lone surrogate"),
     ],
 )

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.tmux.errors import InvalidLabel
-from app.tmux.names import default_socket_name, label_for, session_name_for
+from app.tmux.names import SAFE_LABEL, default_socket_name, label_for, session_name_for
 
 
 def run_demo(
@@ -103,11 +103,21 @@ def test_demo_and_watch_demo_allow_the_same_number_of_agents(cli) -> None:  # ty
         assert f"1<=x<={MAX_DEMO_AGENTS}" in result.stderr
 
 
-@given(st.text(min_size=1).filter(lambda s: s.strip() and s.isprintable()))
+@given(st.from_regex(SAFE_LABEL, fullmatch=True))
 def test_label_mapping_round_trips_and_is_tmux_safe(label: str) -> None:
     name = session_name_for(label)
-    assert "." not in name and ":" not in name
+    assert "." not in name and ":" not in name and "#" not in name
     assert label_for(name) == label
+
+
+@given(st.text())
+def test_a_label_outside_the_safe_pattern_is_refused(label: str) -> None:
+    """Whatever the text, either it is a SAFE_LABEL word or InvalidLabel is raised."""
+    if SAFE_LABEL.fullmatch(label):
+        assert label_for(session_name_for(label)) == label
+    else:
+        with pytest.raises(InvalidLabel):
+            session_name_for(label)
 
 
 def test_bad_labels_and_socket_default() -> None:

@@ -272,8 +272,8 @@ def test_missing_tmux_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_attach_hint_quotes_the_session(driver: TmuxDriver) -> None:
-    hint = driver.attach_hint("a b.c")
-    assert shlex.split(hint)[-1] == "=a b%2Ec"
+    hint = driver.attach_hint("a.b:c")
+    assert shlex.split(hint)[-1] == "=a%2Eb%3Ac"
 
 
 def test_unusable_server_socket_is_a_typed_error(

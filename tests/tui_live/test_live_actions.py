@@ -115,8 +115,8 @@ async def test_stop_session_hard(
             pilot,
             lambda: (
                 "alpha" in sessions.rows  # type: ignore[attr-defined]
-                and sessions.get_cell("alpha", "state") == "terminated"  # type: ignore[attr-defined]
-                and sessions.get_cell("alpha", "tmux") == "gone"
+                and str(sessions.get_cell("alpha", "state")) == "terminated"  # type: ignore[attr-defined]
+                and str(sessions.get_cell("alpha", "tmux")) == "gone"
             ),  # type: ignore[attr-defined]
             "alpha terminated, tmux gone",
         )

@@ -9,6 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from app.tui.safe_text import as_text
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses with True only when the user picks the confirm button: enter on
@@ -34,7 +36,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, id="question")
+            yield Label(as_text(self.question, one_line=False), id="question")  # names data
             with Horizontal():
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button(self.confirm_label, id="confirm", variant="error")

@@ -8,10 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -21,6 +23,7 @@ from textual.worker import Worker
 
 from app.settings import find_state_dir
 from app.tui.commands import BACK
+from app.tui.safe_text import as_text
 from app.tui.screens.history_commands import HistoryCommands
 from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
 from app.tui.widgets.history_charts import (
@@ -291,18 +294,22 @@ class HistoryScreen(Screen[None]):
         self.charts = None
         self.damaged = isinstance(error, CorruptHistory)
         if isinstance(error, HistoryNotBuilt):
-            text = (
-                "No history has been built yet.\n\n"
-                "Press [b]b[/b] to build it (exports the bus, then runs Spark), "
-                "or run `orchestrate history build`."
+            text = Text.assemble(
+                "No history has been built yet.\n\nPress ",
+                ("b", "bold"),
+                " to build it (exports the bus, then runs Spark), "
+                "or run `orchestrate history build`.",
             )
             self._notice(text, error=False)
         else:
-            self._notice(
-                f"The history files cannot be read:\n{error}\n\n"
-                "Press [b]b[/b] to rebuild them from the bus export (a full build).",
-                error=True,
+            text = Text.assemble(
+                "The history files cannot be read:\n",
+                as_text(str(error), one_line=False),  # an error names files: data
+                "\n\nPress ",
+                ("b", "bold"),
+                " to rebuild them from the bus export (a full build).",
             )
+            self._notice(text, error=True)
         self._finish_load()
 
     def _finish_load(self) -> None:
@@ -310,7 +317,7 @@ class HistoryScreen(Screen[None]):
         self.load_count += 1
         self.query_one("#history-body").loading = False
 
-    def _notice(self, text: str, *, error: bool) -> None:
+    def _notice(self, text: Text, *, error: bool) -> None:
         notice = self.query_one("#history-notice", Static)
         notice.update(text)
         notice.set_class(True, "-shown")
@@ -328,42 +335,51 @@ class HistoryScreen(Screen[None]):
             self.query_one("#charts").set_class(False, "-hidden")
         elif self.snapshot is not None:
             built = _when(self.snapshot.built_at)
-            whose = f" for agent {self.agent}" if self.agent else ""
-            self._notice(
-                f"The history is empty{whose}: the last build (at {built}) found no job "
-                "activity in the bus export.\n\nRun some jobs, then press [b]b[/b] to rebuild.",
-                error=False,
+            whose = as_text(f" for agent {self.agent}" if self.agent else "")
+            text = Text.assemble(
+                "The history is empty",
+                whose,
+                f": the last build (at {built}) found no job activity in the bus export."
+                "\n\nRun some jobs, then press ",
+                ("b", "bold"),
+                " to rebuild.",
             )
+            self._notice(text, error=False)
 
-    def _title(self) -> str:
+    def _title(self) -> Text:
+        """Text, not markup: an agent's name is data."""
         snapshot = self.snapshot
         if snapshot is None:
-            return "[b]History[/b]"
+            return Text("History", "bold")
         agents = snapshot.agents
-        showing = f"agent [b]{self.agent}[/b]" if self.agent else counted(len(agents), "agent")
+        if self.agent:
+            showing = Text.assemble("agent ", as_text(self.agent, "bold"))
+        else:
+            showing = Text(counted(len(agents), "agent"))
         span = ""
         totals = self.charts.totals if self.charts else None
         if totals and totals.first_hour and totals.last_hour:
             hours = int((totals.last_hour - totals.first_hour).total_seconds() // 3600) + 1
             span = f" · {_hour(totals.first_hour)} → {_hour(totals.last_hour)} UTC ({hours} h)"
-        return f"[b]History[/b] · built {_when(snapshot.built_at)} · {showing}{span}"
+        built = f" · built {_when(snapshot.built_at)} · "
+        return Text.assemble(("History", "bold"), built, showing, span)
 
-    def _totals(self, charts: HistoryCharts | None) -> str:
+    def _totals(self, charts: HistoryCharts | None) -> Content:
         snapshot = self.snapshot
         if snapshot is None or charts is None:
-            return ""
+            return Content("")
         totals = charts.totals
         rate = totals.error_rate
-        parts = [
+        parts: list[str | Content] = [
             f"{totals.completed} completed",
             f"{totals.errored} errored" + (f" ({100 * rate:.1f} %)" if rate is not None else ""),
             f"{totals.registered} registered",
             counted(totals.events, "event"),
-            f"[red]│[/red] {counted(totals.restarts, 'restart')}",
+            Content.assemble(("│", "red"), f" {counted(totals.restarts, 'restart')}"),
         ]
         if snapshot.malformed_total:
             parts.append(f"{counted(snapshot.malformed_total, 'malformed line')} skipped")
-        return " · ".join(parts)
+        return Content(" · ").join(parts)
 
     def watch_agent(self, agent: str | None) -> None:
         if self.snapshot is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -15,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from app.tui.commands import BACK
+from app.tui.safe_text import as_text
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobDetail, JobNotFound
 from app.tui.widgets.pane_tail import PaneTail
 from registry.wording import counted
@@ -66,7 +68,7 @@ class JobDetailScreen(Screen[None]):
         return str(self.detail.record.get("agent_session")) if self.detail else None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]job {self.job_id}[/b]", id="title")
+        yield Static(as_text(f"job {self.job_id}", "bold"), id="title")
         yield Static("", id="gone")
         with Horizontal(id="detail-split"):
             with VerticalScroll(id="detail-info"):
@@ -109,7 +111,9 @@ class JobDetailScreen(Screen[None]):
     def on_job_detail_screen_gone(self) -> None:
         self.gone = True
         self.query_one("#gone", Static).update(
-            f"Job {self.job_id} was deleted from the registry; showing its last known state."
+            as_text(
+                f"Job {self.job_id} was deleted from the registry; showing its last known state."
+            )
         )
         self.query_one("#gone").add_class("-shown")
         self.notify(f"Job {self.job_id} was deleted", severity="warning")
@@ -120,23 +124,25 @@ class JobDetailScreen(Screen[None]):
     def watch_detail(self, detail: JobDetail | None) -> None:
         if detail is None:
             return
+        # Static and DataTable parse a str as markup: the record, the reasons and the
+        # events are data (a prompt or detail may hold "[/]" or "[@click=...]").
         record = json.dumps(dict(detail.record), indent=2, sort_keys=True, default=str)
-        self.query_one("#record", Static).update(record)
-        self.query_one("#why", Static).update(f"why: {detail.why_text}")
+        self.query_one("#record", Static).update(as_text(record, one_line=False))
+        self.query_one("#why", Static).update(as_text(f"why: {detail.why_text}", one_line=False))
         gaps = ""
         if detail.missing_seqs:
             seqs = ", ".join(str(seq) for seq in detail.missing_seqs[:20])
             gaps = f"⚠ {counted(len(detail.missing_seqs), 'event')} missing (seq {seqs})"
-        self.query_one("#gaps", Static).update(gaps)
+        self.query_one("#gaps", Static).update(Text(gaps))
         table = self.query_one("#timeline", DataTable)
         with self.app.batch_update():
             for event in detail.timeline:
                 if str(event.seq) not in table.rows:
                     table.add_row(
-                        str(event.seq),
-                        event.ts.strftime("%H:%M:%S"),
-                        event.event,
-                        event.detail,
+                        Text(str(event.seq)),
+                        Text(event.ts.strftime("%H:%M:%S")),
+                        as_text(event.event),
+                        as_text(event.detail),
                         key=str(event.seq),
                     )
         self.query_one(PaneTail).follow(detail.pane_log_path)

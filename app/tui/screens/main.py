@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
 from app.tui.commands import COMMANDS, command_named
+from app.tui.safe_text import as_text
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
@@ -178,7 +179,7 @@ class MainScreen(Screen[None]):
         tail.add_class("-open")
         self.add_class("-log-open")
         tail.follow(path)
-        tail.border_title = f"pane log · {job_id}"
+        tail.border_title = as_text(f"pane log · {job_id}")  # a str title is markup
 
     def want_log(self, job_id: str) -> bool:
         """Ask for ``job_id``'s pane log in the split; False if it is already asked for."""

@@ -12,6 +12,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label
 
+from app.tui.safe_text import visible
+
 
 @dataclass(frozen=True)
 class NewJobRequest:
@@ -41,8 +43,9 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
     def __init__(self, agent: str = "claude", session: str = "", sessions: list[str] = []) -> None:  # noqa: B006
         super().__init__()
         self.default_agent = agent
-        self.default_session = session
-        self.sessions = list(sessions)
+        # offered only labels that show as they are (no control or bidi characters)
+        self.default_session = session if visible(session) == session else ""
+        self.sessions = [label for label in sessions if visible(label) == label]
 
     def compose(self) -> ComposeResult:
         with Vertical():

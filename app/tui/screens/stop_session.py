@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, RadioButton, RadioSet
 
+from app.tui.safe_text import as_text
 from app.tui.source import STOP_MODES, StopMode
 
 MODE_HELP: dict[StopMode, str] = {
@@ -39,7 +41,8 @@ class StopSessionScreen(ModalScreen[StopMode | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Stop session [b]{self.label}[/b]: how?")
+            question = Text.assemble("Stop session ", as_text(self.label, "bold"), ": how?")
+            yield Label(question)
             with RadioSet(id="mode"):
                 for index, mode in enumerate(STOP_MODES):
                     yield RadioButton(MODE_HELP[mode], value=index == 0, id=f"mode-{mode}")

@@ -19,6 +19,8 @@ from textual.message import Message
 from textual.widgets import Log, Static
 from textual.worker import Worker, get_current_worker
 
+from app.tui.safe_text import as_text, visible
+
 BUILD_LOG_LINES = 500
 
 
@@ -150,7 +152,7 @@ class BuildPanel(Vertical):
 
     @on(Line)
     def _line(self, message: Line) -> None:
-        self.query_one("#build-log", Log).write_line(message.text)
+        self.query_one("#build-log", Log).write_line(visible(message.text))  # Log lets ESC by
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:
@@ -163,7 +165,7 @@ class BuildPanel(Vertical):
             return
         self.error = message.error
         status.set_class(True, "-error")
-        status.update(f"Build failed: {message.error}")
+        status.update(as_text(f"Build failed: {message.error}", one_line=False))  # not markup
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

@@ -9,6 +9,7 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import RichLog
 
+from app.tui.safe_text import visible
 from app.tui.source import EventRow
 from app.tui.widgets.theme import theme_style
 
@@ -78,12 +79,12 @@ class EventStream(RichLog):
             lines.append(
                 Text.assemble(
                     (event.ts.strftime("%H:%M:%S "), time_style),
-                    (f"{event.job_id} {seq:<5} ", job_style),
+                    (f"{visible(event.job_id)} {seq:<5} ", job_style),
                     (
-                        f"{event.event:<20}",
+                        f"{visible(event.event):<20}",
                         theme_style(self.app, EVENT_COLOURS.get(event.event, "foreground")),
                     ),
-                    event.detail,
+                    visible(event.detail),  # one line per event: a newline cannot fake another
                 )
             )
         self.write(Text("\n").join(lines))

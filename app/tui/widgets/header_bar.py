@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from app.tui.safe_text import visible
 from app.tui.source import JOB_STATUSES, Snapshot
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
 
@@ -48,5 +49,5 @@ class HeaderBar(Widget):
         if self.problem:
             text.append(" │ ⚠ registry unreadable", theme_style(self.app, "error", bold=True))
         if self.filter_text:
-            text.append(f" │ filter: {self.filter_text}", theme_style(self.app, "warning"))
+            text.append(f" │ filter: {visible(self.filter_text)}", theme_style(self.app, "warning"))
         return text

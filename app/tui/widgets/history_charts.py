@@ -13,6 +13,7 @@ from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
+from app.tui.safe_text import visible
 from app.tui.widgets.plotext_visual import PlotVisual, render_figure, render_plot
 from registry.history.reader import HistorySnapshot, HourlyAggregate
 
@@ -202,7 +203,9 @@ def hour_ticks(first: datetime, hours: int, width: int) -> tuple[list[float], li
 def plot_chart(plt: Plot, data: ChartData) -> None:
     """Set up a fresh (or cleared) plotext figure to draw ``data``; x ticks apart,
     since they depend on the width drawn at (``set_hour_ticks``)."""
-    plt.title(data.title)
+    # plotext draws text into ANSI that is parsed back (Text.from_ansi): agent names
+    # in titles and labels must not carry sequences of their own
+    plt.title(visible(data.title))
     if data.hours == 1:  # one hour (a first demo run): its points mid-chart, not on the edge
         plt.xlim(-1, 1)
     else:
@@ -217,9 +220,10 @@ def plot_chart(plt: Plot, data: ChartData) -> None:
         plt.text(EMPTY_CHART, middle, (data.y_max or 1) / 2, alignment="center")
     for series in data.series:
         if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
-            plt.scatter(list(series.xs), list(series.ys), marker=POINT_MARKER, label=series.label)
+            label = visible(series.label)
+            plt.scatter(list(series.xs), list(series.ys), marker=POINT_MARKER, label=label)
         elif series.xs:
-            plt.plot(list(series.xs), list(series.ys), label=series.label)
+            plt.plot(list(series.xs), list(series.ys), label=visible(series.label))
     if len(data.markers) <= MAX_MARKER_LINES:
         for x in data.markers:
             plt.vertical_line(x, color=MARKER_COLOR)

@@ -15,6 +15,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
+from app.tui.safe_text import as_text, visible
 from app.tui.source import JobRow, row_order
 from app.tui.widgets.theme import STATUS_COLOURS, theme_style
 
@@ -53,7 +54,7 @@ def format_age(seconds: float) -> str:
 def _plain(value: str) -> Text:
     """A cell shown as written: DataTable parses a `str` cell as markup (slow, and a
     detail such as `[/x]` would fail to parse), a `Text` cell is drawn as is."""
-    return Text(value, no_wrap=True, end="")
+    return as_text(value)
 
 
 def _width(value: object) -> int:
@@ -63,6 +64,7 @@ def _width(value: object) -> int:
 
 def _clipped(text: str, cells: int) -> str:
     """``text`` in at most ``cells`` terminal cells, an ellipsis marking a cut."""
+    text = visible(text)
     return text if cell_len(text) <= cells else set_cell_size(text, cells - 1) + "…"
 
 
@@ -142,7 +144,7 @@ class JobsTable(DataTable[object]):
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
         return (
             _plain(job.job_id),
-            Text(job.status, style=status_style),
+            as_text(job.status, style=status_style),
             _plain(job.agent),
             _plain(_clipped(job.agent_session, SESSION_CELLS)),
             _plain(age),

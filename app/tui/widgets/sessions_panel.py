@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from rich.text import Text
 from textual.widgets import DataTable
 
+from app.tui.safe_text import as_text
 from app.tui.source import SessionRow
 from app.tui.widgets.theme import LIVENESS_COLOURS, theme_style
 
@@ -41,16 +42,17 @@ class SessionsPanel(DataTable[object]):
     def _cells(self, session: SessionRow) -> tuple[object, ...]:
         colour = LIVENESS_COLOURS.get(session.liveness, "foreground")
         age = "" if session.heartbeat_age_s is None else f"{session.heartbeat_age_s:.0f}s"
-        liveness = Text(session.liveness, style=theme_style(self.app, colour, bold=True))
+        liveness = as_text(session.liveness, style=theme_style(self.app, colour, bold=True))
         if session.liveness == "idle" and not session.tmux_alive:
             liveness = Text("—")  # nothing runs there to be idle: a killed tmux session
+        # Text cells: DataTable parses a str cell as markup, and a label is data
         return (
-            session.label,
-            session.state,
-            "alive" if session.tmux_alive else "gone",
+            as_text(session.label),
+            as_text(session.state),
+            Text("alive" if session.tmux_alive else "gone"),
             liveness,
-            age,
-            session.current_job or "",
+            Text(age),
+            as_text(session.current_job or ""),
         )
 
     def show_sessions(self, sessions: Iterable[SessionRow]) -> None:
