@@ -84,11 +84,11 @@ def test_hostile_paths_reach_tmux_literally(
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("the prompt\n", encoding="utf-8")
     driver.ensure_session("alpha", start_directory=hostile(tmp_path, "session"))
-    script = 'printf "CWD=%s\\n" "$(pwd)"; cat'
+    script = 'printf "CWD=%s\\n" "$(pwd)"; cat "$0"'
     pane_id = driver.start_agent_pane(
         "alpha",
         "0badc0de",
-        ["sh", "-c", script],
+        ["sh", "-c", script, "{prompt_file}"],
         {"ORCHESTRATE_HOME": str(state)},
         prompt,
         log,
