@@ -10,10 +10,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts the server reports for one model response (each API spells them its way).
+    """Token counts the server reports for one model response, each field sent as is in
+    the API's own spelling. Mind the APIs' meanings: Anthropic's ``input_tokens`` excludes
+    the ``cache_read_input_tokens`` (here ``cached_input_tokens``); OpenAI's and Gemini's
+    input counts include their cached part.
 
     Distinct defaults so a test of token counting can tell input from output and
-    cached from fresh in whatever the agent writes down.
+    cached from fresh in whatever the agent writes down (all four CLIs record them
+    unchanged in their transcripts).
     """
 
     input_tokens: int = 1200

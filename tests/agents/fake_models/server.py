@@ -82,7 +82,10 @@ class FakeModelServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-model", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # shutdown() waits up to one interval
+            name="fake-model",
+            daemon=True,
         )
 
     @property
