@@ -13,8 +13,8 @@ server's port becomes PORT.
 from __future__ import annotations
 
 import json
-import sys
 import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import Any

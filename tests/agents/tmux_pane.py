@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -11,8 +12,37 @@ from pathlib import Path
 
 from tests.polling import poll_until
 
+REAP_WAIT_S = 3.0
+"""How long the agent gets to exit after each step of _reap."""
+
 PASTE_SETTLE_S = 0.4
 """Codex and Gemini take an Enter in the same burst as a paste for a newline: wait first."""
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap(group: int) -> None:
+    """Make sure the agent is gone with its pane: Gemini CLI outlives the pty's hangup
+    once it has shown a tool dialog (seen alive 25 min later, 250 MB each) and takes a
+    second or more over SIGTERM. So SIGTERM its group at once, SIGKILL if that fails."""
+    for signal_to_send in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, signal_to_send)
+        except ProcessLookupError:
+            return
+        try:
+            poll_until(lambda: not _group_alive(group), REAP_WAIT_S, "the agent to exit")
+            return
+        except AssertionError:
+            continue
 
 
 class AgentPane:
@@ -58,11 +88,21 @@ class AgentPane:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        agent_group = self._pane_pid()
         subprocess.run(
             ["tmux", "-L", self.socket, "kill-server"], capture_output=True, env=self._env
         )
         base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
         (base / f"tmux-{os.getuid()}" / self.socket).unlink(missing_ok=True)
+        if agent_group is not None:
+            _reap(agent_group)
+
+    def _pane_pid(self) -> int | None:
+        """The agent's pid, which tmux made the leader of its own process group."""
+        try:
+            return int(self.tmux("display-message", "-p", "-t", "agent", "#{pane_pid}"))
+        except (subprocess.CalledProcessError, ValueError):
+            return None
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(
