@@ -1,0 +1,59 @@
+"""Where the pinned agent CLIs installed by scripts/setup-agents are, and which are missing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT_BIN = REPO / ".venv" / "agent-bin"
+
+PINNED = {
+    "claude": "@anthropic-ai/claude-code@2.1.197",
+    "codex": "@openai/codex@0.169.0",
+    "gemini": "@google/gemini-cli@0.61.0",
+    "aider": "aider-chat@0.86.2",
+}
+"""Each agent's package at the version scripts/setup-agents installs (keep the two in step)."""
+
+
+class MissingCli(LookupError):
+    """An agent CLI the tests need was not installed."""
+
+
+def cli_path(agent: str) -> Path:
+    """The agent's executable in .venv/agent-bin, at its pinned version."""
+    link = AGENT_BIN / agent
+    target = Path(os.path.realpath(link)) if link.is_symlink() else None
+    if target is None or not os.access(target, os.X_OK):
+        raise MissingCli(
+            f"{agent} ({PINNED[agent]}) is not installed in {AGENT_BIN}: "
+            "scripts/setup-agents could not install it (run it to see why)"
+        )
+    if PINNED[agent] not in os.readlink(link):
+        raise MissingCli(f"{link} is not {PINNED[agent]}: run scripts/setup-agents")
+    return link
+
+
+def missing() -> dict[str, str]:
+    """Agent name -> why it cannot run, for every pinned agent that is not installed."""
+    reasons: dict[str, str] = {}
+    for agent in PINNED:
+        try:
+            cli_path(agent)
+        except MissingCli as error:
+            reasons[agent] = str(error)
+    return reasons
+
+
+def require(agent: str) -> Path:
+    """The agent's executable; else skip the test, or fail it under CI, where a missing
+    CLI means the setup broke and a skip would hide it."""
+    try:
+        return cli_path(agent)
+    except MissingCli as error:
+        if os.environ.get("CI"):
+            pytest.fail(str(error))
+        pytest.skip(str(error))
