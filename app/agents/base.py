@@ -58,6 +58,8 @@ class LaunchContext:
     agent_session_id: str | None = None
     approvals: Literal["agent", "control-room"] = "agent"
     approval_wait_sec: float = 120.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The submitter's environment (where the agent's own config lives)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,11 @@ class AgentAdapter:
     def read_hook(self, event: str, payload: Mapping[str, Any]) -> HookReading:
         """What a hook call of this agent says (nothing, by default)."""
         return HookReading()
+
+    def about_the_task(self, payload: Mapping[str, Any], prompt: str) -> bool:
+        """Whether a hook call is about the job's own conversation (Codex also notifies
+        for a hidden title thread of its own)."""
+        return True
 
     def decision_output(self, event: str, allow: bool, reason: str) -> str | None:
         """The hook's stdout that approves or denies a tool (None: the agent has none)."""

@@ -3,17 +3,23 @@ its own output (read from the pane log), screen rules for the command it asks ab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.agents.base import (
     CONTINUE_PROMPT,
     PROMPT_WORD,
     AgentAdapter,
+    HookReading,
     Keys,
     LaunchContext,
     LaunchPlan,
+    text_of,
 )
 from app.agents.screen import ScreenRule
+from registry.activity import Observation
 
 
 class Codex(AgentAdapter):
@@ -47,18 +53,46 @@ class Codex(AgentAdapter):
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
-        """`codex --no-daemon PROMPT`: without --no-daemon the TUI hands its turns to a
-        shared background app-server that outlives the pane, so stopping the pane
-        would not stop the agent."""
+        """`codex --no-daemon -c notify=… PROMPT`. Without --no-daemon the TUI hands its
+        turns to a shared background app-server that outlives the pane, so stopping
+        the pane would not stop the agent. Its `notify` program (orchestrate's hook)
+        tells the thread id, which `codex resume` needs. (Codex's hooks would need
+        --dangerously-bypass-hook-trust, which also runs the user's untrusted hooks.)"""
         base = list(argv) if argv else [self.executable]
-        return LaunchPlan([*base, "--no-daemon", PROMPT_WORD])
+        return LaunchPlan([*base, *self.options(ctx, base), PROMPT_WORD])
 
     def resume(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan | None:
         if not ctx.agent_session_id:
             return None
         base = list(argv) if argv else [self.executable]
         return LaunchPlan(
-            [*base, "resume", "--no-daemon", ctx.agent_session_id, PROMPT_WORD],
+            [*base, "resume", *self.options(ctx, base), ctx.agent_session_id, PROMPT_WORD],
             agent_session_id=ctx.agent_session_id,
             prompt=CONTINUE_PROMPT,
+        )
+
+    def options(self, ctx: LaunchContext, base: Sequence[str]) -> list[str]:
+        notify = json.dumps([*shlex.split(ctx.hook_command), self.kind])  # TOML takes JSON's
+        options = ["-c", f"notify={notify}"]
+        if "--no-daemon" not in base:
+            options.insert(0, "--no-daemon")
+        return options
+
+    def read_hook(self, event: str, payload: Mapping[str, Any]) -> HookReading:
+        """`notify`'s agent-turn-complete: the turn is over (idle), and its thread is the
+        job's conversation when the turn was about the job's task (the hidden title
+        thread also notifies: its input is the title request, not the task)."""
+        if event != "agent-turn-complete":
+            return HookReading()
+        thread = text_of(payload.get("thread-id")) or None
+        return HookReading(Observation("idle", "hook:codex:notify"), thread)
+
+    def about_the_task(self, payload: Mapping[str, Any], prompt: str) -> bool:
+        """The turn's input holds the job's task (or the follow-up a resume sends)."""
+        messages = payload.get("input-messages")
+        if not isinstance(messages, list):
+            return False
+        task, follow_up = prompt.strip(), CONTINUE_PROMPT.strip()
+        return any(
+            isinstance(text, str) and (task in text or follow_up in text) for text in messages
         )

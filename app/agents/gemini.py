@@ -3,8 +3,11 @@ its pane title, resume by its session id."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from app.agents.base import (
@@ -22,10 +25,55 @@ from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
 from registry.activity import Observation
 
-SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
+HOME_ENV = "GEMINI_CLI_HOME"
 HOOK_EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification",
                "AfterAgent", "SessionEnd")  # fmt: skip
 HOOK_TIMEOUT_MS = 5000
+
+
+def user_gemini_dir(env: Mapping[str, str]) -> Path:
+    """Where the user's own Gemini CLI config is: $GEMINI_CLI_HOME/.gemini, else ~/.gemini."""
+    base = env.get(HOME_ENV) or env.get("HOME") or str(Path.home())
+    return Path(base).expanduser() / ".gemini"
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The user's settings.json (Gemini allows comments in it; a file we cannot read as
+    JSON is left out rather than guessed at)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def link_entries(source: Path, target: Path, *, skip: set[str]) -> None:
+    """Link every entry of the user's dir into the job's layer (they stay the user's)."""
+    if not source.is_dir():
+        return
+    for entry in source.iterdir():
+        if entry.name in skip:
+            continue
+        link = target / entry.name
+        if link.is_symlink() or link.exists():
+            continue
+        with contextlib.suppress(OSError):
+            link.symlink_to(entry)
+
+
+def with_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
+    """The settings with orchestrate's hook added to each event it listens to."""
+    hooks = settings.get("hooks")
+    merged: dict[str, Any] = dict(hooks) if isinstance(hooks, dict) else {}
+    for event in HOOK_EVENTS:
+        handler = {"type": "command", "name": f"orchestrate-{event}", "command": command,
+                   "timeout": HOOK_TIMEOUT_MS}  # fmt: skip
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in ("BeforeTool", "AfterTool"):
+            group["matcher"] = "*"
+        existing = merged.get(event)
+        merged[event] = [*(existing if isinstance(existing, list) else []), group]
+    return {**settings, "hooks": merged}
 
 
 class Gemini(AgentAdapter):
@@ -82,19 +130,18 @@ class Gemini(AgentAdapter):
         )
 
     def settings_env(self, ctx: LaunchContext) -> dict[str, str]:
-        """A system-settings layer holding only orchestrate's hooks: the user's own
-        ~/.gemini settings (auth, model) still apply beneath it."""
-        command = self.hook_command(ctx)
-        hooks: dict[str, list[dict[str, Any]]] = {}
-        for event in HOOK_EVENTS:
-            handler = {"type": "command", "name": f"orchestrate-{event}", "command": command,
-                       "timeout": HOOK_TIMEOUT_MS}  # fmt: skip
-            group: dict[str, Any] = {"hooks": [handler]}
-            if event in ("BeforeTool", "AfterTool"):
-                group["matcher"] = "*"
-            hooks[event] = [group]
-        path = write_json(ctx.job_dir / "gemini-settings.json", {"hooks": hooks})
-        return {SETTINGS_ENV: str(path)}
+        """A per-job GEMINI_CLI_HOME layered over the user's own: its settings.json is
+        the user's with the job's hooks added to theirs, and every other entry of their
+        ~/.gemini (credentials, chats, history) is linked in. (Gemini's system-settings
+        file would be simpler, but it is ignored unless root owns it.)"""
+        user = user_gemini_dir(ctx.env)
+        home = ctx.job_dir / "gemini-home"
+        layer = home / ".gemini"
+        layer.mkdir(parents=True, exist_ok=True)
+        link_entries(user, layer, skip={"settings.json"})
+        settings = read_settings(user / "settings.json")
+        write_json(layer / "settings.json", with_hooks(settings, self.hook_command(ctx)))
+        return {HOME_ENV: str(home)}
 
     def read_hook(self, event: str, payload: Mapping[str, Any]) -> HookReading:
         session_id = text_of(payload.get("session_id")) or None

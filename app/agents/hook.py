@@ -72,6 +72,8 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
     registry = Registry.open(state_dir, busy_timeout_ms=BUSY_TIMEOUT_MS)
     try:
         job = registry.get(job_id)
+        if not adapter.about_the_task(payload, job.prompt):
+            return None
         if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
             registry.set_agent_session_id(job_id, reading.agent_session_id)
         recorded = None
@@ -130,8 +132,10 @@ def main(argv: Sequence[str]) -> int:
     kind = argv[0] if argv else ""
     env = os.environ
     try:
-        stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-        payload = read_payload(argv[1:], stdin_text)
+        rest = argv[1:]
+        in_argv = bool(rest) and rest[-1].lstrip().startswith("{")  # never wait on stdin then
+        quiet = in_argv or sys.stdin is None or sys.stdin.isatty()
+        payload = read_payload(rest, "" if quiet else sys.stdin.read())
         output = handle(kind, payload, env)
         if output:
             sys.stdout.write(output + "\n")

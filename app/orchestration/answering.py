@@ -32,6 +32,10 @@ DIALOG_GRACE_SEC = 3.0
 """How long to wait for the dialog to be drawn after the hook (or event) said waiting."""
 CONFIRM_SEC = 5.0
 POLL_SEC = 0.05
+SETTLE_SEC = 0.2
+RESEND_AFTER_SEC = 1.5
+"""Codex drops a key sent within a few ms of its dialog's first frame (measured 1 in
+5-10): an answer whose dialog is still there, unchanged, after this is sent once more."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,14 @@ def _type_keys(
                 f"job {job.job_id}: its pane {pane_id} shows no question; not typing into it"
             )
         time.sleep(POLL_SEC)
+    time.sleep(SETTLE_SEC)  # a key in the dialog's first few ms can be lost (Codex)
     orch.driver.send_key_names(pane_id, keys)
+    resend_at = time.monotonic() + RESEND_AFTER_SEC
+    while dialog_shown() and orch.registry.get(job.job_id).activity_at_ms == job.activity_at_ms:
+        if time.monotonic() >= resend_at:  # the dialog ignored it: it never saw the key
+            orch.driver.send_key_names(pane_id, keys)
+            break
+        time.sleep(POLL_SEC)
     _confirm(orch, job.job_id, job.activity_at_ms, lambda: not dialog_shown(), confirm_sec)
     how = "keys " + " ".join(keys)
     _record_input(orch, job.job_id, reply, by, how)

@@ -133,7 +133,9 @@ def adapter_checked(
     return adapter
 
 
-def context_for(job: Job, job_dir: Path, record: LaunchRecord) -> LaunchContext:
+def context_for(
+    job: Job, job_dir: Path, record: LaunchRecord, env: Mapping[str, str]
+) -> LaunchContext:
     """The adapter's view of one job's start."""
     hook = shlex.join([*orchestrate_command(), "hook"])
     return LaunchContext(
@@ -144,6 +146,7 @@ def context_for(job: Job, job_dir: Path, record: LaunchRecord) -> LaunchContext:
         agent_session_id=job.agent_session_id,
         approvals="control-room" if record.approvals == "control-room" else "agent",
         approval_wait_sec=record.approval_wait_sec,
+        env=env,
     )
 
 

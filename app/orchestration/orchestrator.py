@@ -157,7 +157,7 @@ class Orchestrator:
         job_dir = self.job_dir(job.job_id)
         adapter = adapter_for(job.agent, self.settings.state_dir, submitter)
         plan = launches.plan_for(
-            adapter, launches.context_for(job, job_dir, record), record, resume=resume
+            adapter, launches.context_for(job, job_dir, record, submitter), record, resume=resume
         )
         if plan.agent_session_id and plan.agent_session_id != job.agent_session_id:
             job = self.registry.set_agent_session_id(job.job_id, plan.agent_session_id)

@@ -24,7 +24,7 @@ from app.tmux.errors import (
 from app.tmux.format_safe import argument_literal, format_literal
 from app.tmux.models import ControlRoom, PaneStatus, SessionInfo, StopResult
 from app.tmux.names import is_safe_label, label_for, session_name_for
-from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, OWNER_OPTION, PaneControl
+from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, OWNER_OPTION, PaneControl, end_groups
 
 StopMode = Literal["graceful", "soft", "hard"]
 STOP_MODES: tuple[str, ...] = ("graceful", "soft", "hard")
@@ -141,8 +141,14 @@ class TmuxDriver(PaneControl):
         if session is None:
             return False
         self._claim(session, label, adopt=False)
-        session.kill()
+        self._kill(session)
         return True
+
+    def _kill(self, session: Session) -> None:
+        """Kill a session and what ran in its panes (an agent may ignore the hangup)."""
+        groups = self.pane_groups(str(pane.pane_id) for pane in session.panes)
+        session.kill()
+        end_groups(groups)
 
     def agent_panes(self, label: str) -> list[str]:
         """Pane ids in the session for `label` that run an orchestrate agent."""
@@ -337,7 +343,7 @@ class TmuxDriver(PaneControl):
         if mode == "soft":
             return StopResult(label=label, mode=mode, session_existed=True)
         if mode == "hard":
-            session.kill()
+            self._kill(session)
             return StopResult(label=label, mode=mode, session_existed=True, session_killed=True)
         live = [pane_id for pane_id in self.agent_panes(label) if self.pane_alive(pane_id)]
         for pane_id in live:

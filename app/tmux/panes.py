@@ -7,9 +7,12 @@ back to "the current pane". `TmuxDriver` builds sessions and job windows on top.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
 import shutil
+import signal
 import tempfile
 import time
 import uuid
@@ -52,6 +55,30 @@ def read_exit_file(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.lstrip("-").isdigit() else None
+
+
+def end_groups(groups: Iterable[int], grace_sec: float = 2.0) -> None:
+    """SIGTERM each process group, and SIGKILL what is left of them after ``grace_sec``."""
+    alive = []
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+            alive.append(group)
+    deadline = time.monotonic() + grace_sec
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [group for group in alive if _group_alive(group)]
+    for group in alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 class PaneControl:
@@ -160,10 +187,26 @@ class PaneControl:
         return hashlib.sha256(joined.encode("utf-8", "replace")).hexdigest()
 
     def kill_pane(self, pane_id: str) -> None:
-        """Kill one pane (used when an agent must be removed, and by tests)."""
+        """Kill one pane and what ran in it. tmux's hangup is not enough: Gemini CLI
+        (after a tool dialog) and Aider ignore it and live on without a terminal, so
+        the pane's process group is sent SIGTERM, then SIGKILL (see `end_groups`)."""
+        groups = self.pane_groups([pane_id])
         result = self._pane(pane_id).cmd("kill-pane")
         if result.returncode != 0:
             raise PaneNotFound(f"cannot kill pane {pane_id}: {' '.join(result.stderr)}")
+        end_groups(groups)
+
+    def pane_groups(self, pane_ids: Iterable[str] | None = None) -> list[int]:
+        """The process ids of panes (each leads its pane's process group): of `pane_ids`,
+        or of every pane on the server."""
+        result = self.server.cmd("list-panes", "-a", "-F", "#{pane_id} #{pane_pid}")
+        wanted = None if pane_ids is None else set(pane_ids)
+        groups = []
+        for line in result.stdout if result.returncode == 0 else []:
+            pane_id, _, pid = line.partition(" ")
+            if (wanted is None or pane_id in wanted) and pid.isdigit():
+                groups.append(int(pid))
+        return groups
 
     # -- typing into panes ----------------------------------------------------
 
