@@ -234,6 +234,14 @@ class AgentObserver:
         if current is not None and seen.same_as(current.activity, current.to_data()):
             watch.candidate = None
             return None
+        if (
+            current is not None
+            and current.activity == seen.activity == "waiting"
+            and not current.command
+            and seen.command
+        ):
+            watch.candidate = None  # the screen names what a status sequence only announced
+            return seen
         same = watch.candidate is not None and seen.same_as(
             watch.candidate.activity, watch.candidate.to_data()
         )

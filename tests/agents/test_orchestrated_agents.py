@@ -1,0 +1,120 @@
+"""The four real agent CLIs run *through orchestrate*, offline against scripted fake
+models, in real tmux: the job is working, then waiting with the exact command the
+agent wants to run, `answer` gives its own keys, the command's effect is on disk (or
+not, for no), the agent goes idle and the job completes; state comes from each agent's
+best signal (Claude's and Gemini's hooks, Codex's OSC 7501, Aider's screen)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.orchestration import Orchestrator
+from tests.agents.agent_cases import AGENTS, AgentCase
+from tests.agents.clis import require
+from tests.agents.conftest import ServeModel
+from tests.agents.fake_models.script import Script
+
+pytestmark = pytest.mark.agents
+
+TASK = "create done.txt"
+COMMAND = "touch done.txt"
+# Where each agent's waiting state comes from first (its best signal).
+WAITING_SOURCE = {
+    "claude": "hook:claude:PermissionRequest",
+    "codex": "osc:codex:blocked",
+    "gemini": "hook:gemini:Notification:ToolPermission",
+    "aider": "screen:aider.run_shell",
+}
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def agent(request: pytest.FixtureRequest) -> AgentCase:
+    case = AGENTS[request.param]
+    require(case.name)
+    return case
+
+
+def supervise_until(orch: Orchestrator, job_id: str, holds, what: str, timeout: float = 40):  # type: ignore[no-untyped-def]
+    """Run supervision passes (as `watch` or `orchestrate supervise` would) until the
+    job's record satisfies ``holds``; hooks record in between on their own."""
+    deadline = time.monotonic() + timeout
+    while True:
+        orch.reconcile()
+        job = orch.registry.get(job_id)
+        if holds(job):
+            return job
+        if time.monotonic() > deadline:
+            history = [
+                (c.activity, c.observation.source) for c in orch.registry.activity_history(job_id)
+            ]
+            raise AssertionError(f"timed out waiting for {what}: {job.status} {history}")
+        time.sleep(0.2)
+
+
+def start(
+    agent: AgentCase, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path, label: str
+) -> tuple[str, Path]:
+    workdir = tmp_path / f"work-{label}"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / label, workdir, model.base_url)
+    if agent.needs_git_repo:
+        import subprocess
+
+        subprocess.run(["git", "init", "-q", str(workdir)], env=run.env, check=True)
+    job = orch.submit(TASK, agent.name, label, agent_cmd=run.argv, env=run.env, workdir=workdir)
+    return job.job_id, workdir
+
+
+def test_a_real_agent_waits_is_answered_yes_and_its_job_completes(
+    agent: AgentCase,
+    orch: Orchestrator,
+    serve_model: ServeModel,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ORCHESTRATE_IDLE_GRACE_SEC", "1")
+    job_id, workdir = start(agent, orch, serve_model, tmp_path, f"{agent.name}-yes")
+    job = supervise_until(
+        orch,
+        job_id,
+        lambda j: j.waiting and COMMAND in (j.activity_data or {}).get("command", ""),
+        "the agent to wait, naming its command",
+    )
+    assert job.activity_data is not None
+    sources = [c.observation.source for c in orch.registry.activity_history(job_id)]
+    assert WAITING_SOURCE[agent.name] in sources, sources
+    assert "waiting since" in orch.registry.why(job_id)
+    assert not (workdir / "done.txt").exists()
+
+    answered = orch.answer(job_id, "yes")
+    assert answered.answer == "yes"
+
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the command never ran"
+        time.sleep(0.1)
+    done = supervise_until(orch, job_id, lambda j: j.status == "completed", "completion")
+    assert done.status == "completed"
+    changes = [c.activity for c in orch.registry.activity_history(job_id)]
+    assert changes.index("waiting") < len(changes) - 1 and "idle" in changes
+    assert "stayed idle" in orch.registry.why(job_id)
+    pane = orch.pane_for_job(job_id)
+    assert pane is not None and orch.driver.pane_alive(pane)  # kept for review
+    orch.stop_agent(orch.registry.get(job_id), grace_sec=2)
+
+
+def test_a_real_agent_answered_no_runs_nothing(
+    agent: AgentCase, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    job_id, workdir = start(agent, orch, serve_model, tmp_path, f"{agent.name}-no")
+    supervise_until(orch, job_id, lambda j: j.waiting, "the agent to wait")
+    orch.answer(job_id, "no")
+    job = supervise_until(orch, job_id, lambda j: not j.waiting, "the question to go")
+    assert job.status == "running"
+    assert not (workdir / "done.txt").exists()
+    orch.cancel(job_id, grace_sec=2)
+    assert orch.pane_for_job(job_id) is None
