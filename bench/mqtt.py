@@ -164,7 +164,7 @@ def ingest_only(rate: float, seconds: float, repeat: int) -> None:
     """The latency rows alone, ``repeat`` times (compare best of): one line per run."""
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
     port = free_port()
-    write_config(directory, port=port)
+    write_config(directory, port=port, allow_anonymous=True)
     broker = Mosquitto(directory)
     broker.start()
     print(f"{'run':>3}  {'committed':>11}  {'p50 ms':>7}  {'p99 ms':>7}  {'max ms':>7}  "
@@ -269,7 +269,7 @@ def main() -> None:
 
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
     port = free_port()
-    write_config(directory, port=port)
+    write_config(directory, port=port, allow_anonymous=True)
     broker = Mosquitto(directory)
     broker.start()
     try:
