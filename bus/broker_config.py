@@ -133,15 +133,15 @@ def acl_text(
 ) -> str:
     """The ACL: control users read ``<prefix>/+/events`` and confirm what they
     recorded on ``<prefix>/+/applied``; a worker writes only its jobs' events and
-    reads only their confirmations. Anonymous clients (loopback, when allowed)
-    may use every topic.
+    reads only their confirmations. With anonymous clients (loopback, when
+    allowed) the broker uses no ACL at all.
 
     ACLs filter at delivery time (a SUBACK "granted" proves nothing), so a
     worker that subscribes elsewhere simply receives nothing.
     """
     lines = ["# written by orchestrate broker config", ""]
     if anonymous:
-        lines += ["# anonymous clients: loopback only (--allow-anonymous)", "topic readwrite #", ""]
+        lines += ["# not in use: anonymous clients are allowed (loopback only)", ""]
     for user in users:
         lines.append(f"user {user.name}")
         if user.role == "control":
@@ -177,7 +177,12 @@ def config_text(directory: Path, settings: BrokerSettings, tls: TlsFiles | None)
         f"allow_anonymous {'true' if settings.allow_anonymous else 'false'}",
     ]
     if settings.authenticated:
-        lines += [f"password_file {directory / 'passwd'}", f"acl_file {directory / 'acl'}"]
+        lines.append(f"password_file {directory / 'passwd'}")
+        # With anonymous clients there is nothing to restrict (any local process may
+        # use every topic), and Mosquitto 2.0.11 with an ACL file drops what it
+        # queued for an anonymous session restored after a restart.
+        if not settings.allow_anonymous:
+            lines.append(f"acl_file {directory / 'acl'}")
     lines.append(f"listener {settings.port} {settings.bind}")
     if settings.tls:
         if tls is None:
