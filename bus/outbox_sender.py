@@ -267,6 +267,8 @@ class OutboxFlusher:
         ]
         if due and client.is_connected():
             self._send(client, due)
+            why = "connected" if resend_all else "consumer restarted" if restarted else "due"
+            log.info("flusher: sent %d message(s) to %s (%s)", len(due), self.config.url, why)
 
     def _apply_confirmations(self) -> set[str]:
         """Apply what arrived; the streams whose consumer started over."""
