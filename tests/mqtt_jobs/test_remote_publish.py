@@ -228,3 +228,25 @@ def test_the_cli_default_busy_timeout_is_the_bus_default() -> None:
     from bus.db import BUSY_TIMEOUT_MS
 
     assert DEFAULT_BUSY_TIMEOUT_MS == BUSY_TIMEOUT_MS
+
+
+def test_publish_flush_sends_what_waited_in_the_outbox(  # type: ignore[no-untyped-def]
+    broker, cli, spawn, state_dir, remote_host
+) -> None:
+    """The broker was down: the event waited in the outbox (exit 1). By hand, once the
+    broker and the control room are back, `publish --flush` sends it and waits until
+    the registry has it (exit 0, outbox empty)."""
+    job_id, token = remote_job(state_dir, broker)
+    broker.terminate()
+    failed = publish_remotely(
+        cli, remote_host, "--job", job_id, "--event", "started", "--attempts", "1",
+        ORCHESTRATE_JOB_TOKEN=token,
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    stop_flushers(remote_host[0])  # the background flusher would do the same; not here
+    broker.start()
+    spawn("ingest", env=remote_host[1]).wait_stderr("ingesting")
+    flushed = publish_remotely(cli, remote_host, "--flush", "--wait", "20")
+    assert flushed.returncode == 0 and "outbox empty (1 confirmed)" in flushed.stderr
+    assert Registry.open(state_dir).get(job_id).status == "running"
+    assert Outbox(outbox_path(remote_host[0])).pending_count() == 0
