@@ -102,7 +102,7 @@ class AgentOutbox:
             message = self.outbox.append(
                 job_id, confirm_topic, destination, build, floor=counter.value
             )
-            counter.store(message.position)
+            counter.store(message.position, durable=False)  # the outbox holds it durably
         return message
 
     def close(self) -> None:

@@ -5,9 +5,12 @@ survives a crashed pane (seed 000 §2.2: the seq is backed by ``last_seq``).
 With no registry here to hold ``last_seq``, a small file per job under the
 state dir does, advanced under ``flock`` so two panes of one job never take
 the same seq. The number is written in place at a fixed width, so a crash
-mid-write can leave the old value or the new one, never an empty file; and it
-is on disk (fdatasync, ~0.1 ms here) before the event goes out, so a power cut
-cannot roll it back under an event already sent.
+mid-write can leave the old value or the new one, never an empty file.
+``next_seq`` puts it on disk (fdatasync) before the event goes out, so a power
+cut cannot roll it back under an event already sent. `publish` itself takes
+its seqs through the agent's outbox (``registry.delivery``), which stores each
+event durably with its seq: the file is then only the shared counter, the
+outbox the durable one (a seq is the next after both).
 """
 
 from __future__ import annotations
@@ -70,13 +73,15 @@ class SeqCounter:
         self.value = value
         self._new = new
 
-    def store(self, seq: int) -> None:
-        """Write ``seq`` as the last taken, on disk before returning."""
+    def store(self, seq: int, *, durable: bool = True) -> None:
+        """Write ``seq`` as the last taken; ``durable``: on disk before returning (a
+        caller whose seqs are also kept durably elsewhere, the outbox, skips that)."""
         os.pwrite(self._fd, f"{seq:0{_WIDTH}d}\n".encode("ascii"), 0)
-        os.fdatasync(self._fd)
-        if self._new:  # a new file: its name must be on disk too, or the count restarts
-            _sync_dir(self.path.parent)
-            self._new = False
+        if durable:
+            os.fdatasync(self._fd)
+            if self._new:  # a new file: its name must be on disk too, or the count restarts
+                _sync_dir(self.path.parent)
+                self._new = False
         self.value = seq
 
 

@@ -243,9 +243,12 @@ def deliver_queued(
             err=True,
         )
         sys.exit(exc.exit_code)
-    box.outbox.mark_sent([queued])
-    if confirmation is not None:
+    if confirmation is not None and confirmation.has(queued.position):
         box.outbox.confirm(queued.stream, confirmation)
+    else:
+        box.outbox.mark_sent([queued])
+        if confirmation is not None:
+            box.outbox.confirm(queued.stream, confirmation)
     if not running and box.outbox.pending_count(config.url):
         start_flusher(settings.state_dir)
 
