@@ -210,6 +210,7 @@ def _control_user(directory: Path, users: Sequence[BrokerUser]) -> tuple[list[Br
     """``users`` plus a generated control account when none is given (its password
     kept in control.secret, and reused when the config is written again)."""
     if any(user.role == "control" for user in users):
+        (directory / CONTROL_SECRET_NAME).unlink(missing_ok=True)  # no generated user now
         return list(users), False
     control = BrokerUser.generated_control(control_password(directory))
     if any(user.name == control.name for user in users):
