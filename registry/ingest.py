@@ -204,8 +204,10 @@ class IngestBridge:
                 if sub.connected_count != announced:
                     announced = sub.connected_count
                     confirmer.announce(registry)
-                message = sub.get(timeout=0.1)
+                due = confirmer.due_in()
+                message = sub.get(timeout=0.1 if due is None else min(due, 0.1))
                 if message is None:
+                    confirmer.flush(registry)
                     continue
                 batch = [message]
                 # Group commit: whatever already waits joins this transaction.

@@ -105,3 +105,31 @@ def test_the_agent_outbox_takes_seqs_with_the_seq_file(tmp_path: Path) -> None:
     assert stored.pending_count() == 0
     with pytest.raises(InvalidEvent):
         applied_topic("jobs/abcdef12/other")
+
+
+def test_the_confirmer_confirms_at_once_then_at_most_once_an_interval(registry: Registry) -> None:
+    """The first commit of a job is confirmed at once; a burst after it waits for the
+    interval, then its last state goes out; an event on another job's topic is not
+    confirmed there."""
+    from registry.confirmer import Confirmer
+
+    sent: list[tuple[str, Confirmation | None]] = []
+    confirmer = Confirmer(
+        lambda topic, payload: sent.append((topic, Confirmation.from_bytes(payload))) or True,
+        min_interval_s=3600,
+    )
+    job = registry.register("p", "demo", "tmux:demo", sign_events=False)
+    topic = job.events_topic
+    for seq in (1, 2):
+        event = build_event(job.job_id, seq, "progress")
+        verdicts = registry.record_events([event], via="mqtt")
+        confirmer.after_commit(registry, [(topic, event.to_bytes())], verdicts)
+    assert [(t, c.through if c else None) for t, c in sent] == [(applied_topic(topic), 1)]
+    assert confirmer.due_in() is not None
+    confirmer.min_interval_s = 0
+    confirmer.flush(registry)
+    assert [c.through if c else None for _t, c in sent] == [1, 2] and confirmer.due_in() is None
+    stray = build_event(job.job_id, 3, "progress")
+    confirmer.after_commit(registry, [("jobs/elsewhere/events", stray.to_bytes())],
+                           registry.record_events([stray], via="mqtt"))  # fmt: skip
+    assert len(sent) == 2
