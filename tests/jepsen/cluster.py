@@ -105,6 +105,15 @@ def broker_users(homes: list[Path], placed: dict[str, Path]) -> list[BrokerUser]
 
 
 @dataclass
+class Fault:
+    """When a fault ran (``end`` None: it still runs)."""
+
+    name: str
+    start: float
+    end: float | None = None
+
+
+@dataclass
 class Cluster:
     """A broker, a control room and agent hosts; jobs registered, faults at hand."""
 
@@ -115,7 +124,7 @@ class Cluster:
     tokens: dict[str, str] = field(default_factory=dict)
     homes: dict[str, Path] = field(default_factory=dict)
     history: History = field(default_factory=History)
-    fault: str = ""  # the fault in progress, stamped on each op
+    faults: list[Fault] = field(default_factory=list)
     rng: random.Random = field(default_factory=lambda: random.Random(23))
 
     jobs: list[str] = field(default_factory=list)
@@ -134,7 +143,7 @@ class Cluster:
     def publish(self, job_id: str, event: str, detail: str, kill_after: float | None) -> Op:
         """Run one publish; with ``kill_after``, kill -9 it after that many seconds."""
         env = self.agent_env(job_id)
-        fault = self.fault
+        started = time.monotonic()
         proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--state-dir", str(self.homes[job_id]), "publish",
              "--job", job_id, "--event", event, "--detail", detail, "--attempts", "6"],
@@ -153,7 +162,7 @@ class Cluster:
             if line.startswith("{"):
                 printed = json.loads(line)
         outcome = "crashed" if killed else "ok" if proc.returncode == 0 else "failed"
-        op = Op(job_id, event, outcome, printed, proc.returncode, fault or self.fault)
+        op = Op(job_id, event, outcome, printed, proc.returncode, self.overlapping(started))
         self.history.add(op)
         return op
 
@@ -173,12 +182,17 @@ class Cluster:
 
     @contextmanager
     def _fault(self, name: str) -> Iterator[None]:
-        """Name the fault on the publishes that overlap it."""
-        self.fault = name
+        """Record when the fault ran, to name it on the publishes it overlapped."""
+        fault = Fault(name, time.monotonic())
+        self.faults.append(fault)
         try:
             yield
         finally:
-            self.fault = ""
+            fault.end = time.monotonic()
+
+    def overlapping(self, since: float) -> str:
+        """The faults that ran at some point between ``since`` and now."""
+        return ", ".join(f.name for f in self.faults if f.end is None or f.end >= since)
 
     def broker_sigterm(self) -> None:
         """SIGTERM: Mosquitto saves its state on the way out; restarted 1 s later."""
