@@ -195,7 +195,7 @@ class OutboxFlusher:
                 if time.monotonic() - started > self.max_run_s:
                     log.info("flusher: giving up after %.0f s", self.max_run_s)
                     break
-                if self._client is None and not self._connect(stop):
+                if self._client is None and not self._connect(stop, started + self.max_run_s):
                     continue
                 self._step()
                 if self.outbox.pending_count(self.destination) == 0:
@@ -212,10 +212,11 @@ class OutboxFlusher:
         self.stats.left = self.outbox.pending_count(self.destination)
         return self.stats.left
 
-    def _connect(self, stop: threading.Event) -> bool:
-        """The first connection (paho reconnects by itself after that)."""
+    def _connect(self, stop: threading.Event, deadline: float) -> bool:
+        """The first connection (paho reconnects by itself after that), retried with
+        backoff until ``deadline`` (monotonic); False if there was none by then."""
         attempt = 0
-        while not stop.is_set():
+        while not stop.is_set() and time.monotonic() < deadline:
             attempt += 1
             try:
                 client, _connack = open_client(
@@ -224,7 +225,7 @@ class OutboxFlusher:
             except BrokerUnavailable as exc:
                 delay = min(BACKOFF_BASE_S * 2 ** (attempt - 1), BACKOFF_CAP_S)
                 log.info("flusher: %s; retrying in %.1f s", exc, delay)
-                stop.wait(delay)
+                stop.wait(max(0.0, min(delay, deadline - time.monotonic())))
                 continue
             client.on_connect = self._on_connect
             client.on_message = self._on_message

@@ -113,7 +113,8 @@ def flush(state_dir: Path, *, follow: bool, wait_s: float) -> tuple[int, int]:
             flusher = OutboxFlusher(box.outbox, config, idle_exit_s=0, max_run_s=wait_s)
             left = flusher.run(stop)
             return flusher.stats.confirmed, left
-        logging.getLogger("bus.outbox_sender").setLevel(logging.INFO)
+        for name in ("bus.outbox_sender", __name__):
+            logging.getLogger(name).setLevel(logging.INFO)
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
         with flusher_lock(state_dir, config.url) as held:
             if held is None:
@@ -121,7 +122,7 @@ def flush(state_dir: Path, *, follow: bool, wait_s: float) -> tuple[int, int]:
             flusher = OutboxFlusher(box.outbox, config, max_run_s=FOLLOW_MAX_S)
             left = flusher.run(stop)
             stats = flusher.stats
-            logging.getLogger(__name__).warning(
+            logging.getLogger(__name__).info(
                 "flusher for %s done: %d sent, %d resent, %d confirmed, %d left",
                 config.url, stats.sent, stats.resent, stats.confirmed, left,
             )  # fmt: skip

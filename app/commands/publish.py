@@ -262,8 +262,8 @@ def flush_outbox(settings: Settings, *, follow: bool, wait_s: float) -> None:
         return
     if left:
         click.echo(
-            f"orchestrate: {left} event(s) sent but not confirmed by the control room "
-            f"within {wait_s:g} s; they stay in the outbox",
+            f"orchestrate: {left} event(s) still wait in the outbox: not confirmed by the "
+            f"control room within {wait_s:g} s (is its ingest running, the broker up?)",
             err=True,
         )
         sys.exit(1)

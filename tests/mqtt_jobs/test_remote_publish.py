@@ -244,6 +244,9 @@ def test_publish_flush_sends_what_waited_in_the_outbox(  # type: ignore[no-untyp
     )  # fmt: skip
     assert failed.returncode == 1, failed.stderr
     stop_flushers(remote_host[0])  # the background flusher would do the same; not here
+    still_down = publish_remotely(cli, remote_host, "--flush", "--wait", "1")
+    assert still_down.returncode == 1 and still_down.stderr.count("\n") == 1
+    assert "1 event(s) still wait in the outbox" in still_down.stderr
     broker.start()
     spawn("ingest", env=remote_host[1]).wait_stderr("ingesting")
     flushed = publish_remotely(cli, remote_host, "--flush", "--wait", "20")
