@@ -32,6 +32,11 @@ LAZY_COMMANDS: dict[str, str] = {
     "answer": "app.commands.answer:answer",
     "demo": "app.commands.demo:demo",
     "reconcile": "app.commands.reconcile:reconcile",
+    "hook": "app.commands.hook:hook",
+    "supervise": "app.commands.supervise:supervise",
+    "doctor": "app.commands.doctor:doctor",
+    "send": "app.commands.send:send",
+    "attach": "app.commands.send:attach",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

@@ -11,11 +11,20 @@ the collector back on before any command that runs for long (everything but
 from __future__ import annotations
 
 import gc
+import sys
 
 
 def main() -> None:
-    """Entry point of the `orchestrate` console script and of `python -m app`."""
+    """Entry point of the `orchestrate` console script and of `python -m app`.
+
+    `orchestrate hook AGENT` skips click altogether: it runs inside an agent's
+    turn, once per hook event, and must never fail (see app.agents.hook).
+    """
     gc.disable()
+    if sys.argv[1:2] == ["hook"]:
+        from app.agents.hook import main as run_hook
+
+        sys.exit(run_hook(sys.argv[2:]))
     from app.cli import main as run_cli
 
     run_cli()

@@ -49,6 +49,26 @@ def busy_timeout_from_env(env: Mapping[str, str] | None = None) -> int:
     return milliseconds
 
 
+IDLE_GRACE_ENV = "ORCHESTRATE_IDLE_GRACE_SEC"
+DEFAULT_IDLE_GRACE_SEC = 30.0
+
+
+def idle_grace_from_env(env: Mapping[str, str] | None = None) -> float:
+    """How long an agent must stay idle after its turn before a `--done-when idle` job
+    is completed: ORCHESTRATE_IDLE_GRACE_SEC (seconds, 0 to a day), else 30."""
+    env = os.environ if env is None else env
+    text = env.get(IDLE_GRACE_ENV, "").strip()
+    if not text:
+        return DEFAULT_IDLE_GRACE_SEC
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 86_400:
+        raise SettingsError(f"{IDLE_GRACE_ENV} must be seconds from 0 to 86400, got {text[:24]!r}")
+    return seconds
+
+
 def find_state_dir(
     flag: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Path:

@@ -26,7 +26,15 @@ from registry.detail import CONTROL_CHARACTER, check_detail, encodable
 from registry.errors import InvalidEvent
 
 SCHEMA_VERSION: Final = 1
-EVENT_TYPES: Final = ("started", "progress", "permission_required", "completed", "error")
+EVENT_TYPES: Final = (
+    "started",
+    "progress",
+    "permission_required",
+    "completed",
+    "error",
+    "activity",  # an observed change of what the agent is doing (registry/activity.py)
+    "input",  # text a person sent to the agent (the control room's prompt box, `send`)
+)
 TERMINAL_EVENTS: Final = frozenset({"completed", "error"})
 FIELDS: Final = ("schema_version", "seq", "job_id", "event", "timestamp", "detail", "data")
 SIGNATURE_FIELD: Final = "hmac_sig"

@@ -18,7 +18,16 @@ from typing import Any, Literal
 from bus import claims
 from bus.db import now_ms
 from bus.errors import StaleClaim
-from registry.errors import DuplicateEvent, EventAfterTerminal, NoPendingJob, RegistryError
+from registry import activity as activities
+from registry.activity import Observation
+from registry.errors import (
+    DuplicateEvent,
+    EventAfterTerminal,
+    InvalidEvent,
+    InvalidJobInput,
+    NoPendingJob,
+    RegistryError,
+)
 from registry.events import Event, build_event, event_from_dict, parse_event
 from registry.jobstore import AGENT_MOVED, FINAL_STATUSES, JobStore
 from registry.records import Job, account_seq, check_label, iso_from_ms
@@ -186,6 +195,54 @@ class Registry(JobStore):
             self._after_commit(lambda: self.audit.record_published(signed))
             return self._record(conn, built, "cli")
 
+    def observe(self, job_id: str, observation: Observation) -> Recorded | None:
+        """Record what the job's agent is doing, as a signed ``activity`` event.
+
+        A repeated signal for the state the job is already in is no change:
+        None, and no seq is used. So is any sighting once the job is not
+        running (a hook firing after a cancel). The event is signed with the
+        job's own token, as `publish` signs, so every transport treats it alike.
+        """
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            if job.status != "running" or observation.same_as(job.activity, job.activity_data):
+                return None
+            built = build_event(
+                job_id, job.last_seq + 1, "activity", observation.activity, observation.to_data()
+            )
+            if job.auth_token:
+                built = sign(built, job.auth_token)
+            signed = built
+            self._after_commit(lambda: self.audit.record_published(signed))
+            return self._record(conn, built, "cli")
+
+    def has_worked(self, job_id: str) -> bool:
+        """Whether the job's agent has worked (or asked something) since this attempt
+        started: an agent idle at its prompt before its task arrived has not."""
+        row = self.db.conn.execute(
+            "SELECT 1 FROM job_activity WHERE job_id = ? AND activity IN ('working', 'waiting') "
+            "AND id > COALESCE((SELECT MAX(id) FROM job_activity WHERE job_id = ? "
+            "AND activity = 'starting'), 0) LIMIT 1",
+            (job_id, job_id),
+        ).fetchone()
+        return row is not None
+
+    def activity_history(self, job_id: str) -> builtins.list[activities.ActivityChange]:
+        """The job's recorded activity changes, oldest first."""
+        self.get(job_id)
+        return activities.load_history(self.db.conn, job_id)
+
+    def why(self, job_id: str) -> str:
+        """Why the job is in its state, and for a running job what it is doing and why."""
+        line = super().why(job_id)
+        job = self.get(job_id)
+        if job.status != "running" or not job.activity:
+            return line
+        history = activities.load_history(self.db.conn, job_id)
+        if not history:
+            return line
+        return f"{line}; {activities.explain(history[-1])}"
+
     def record_event(
         self, raw: bytes | str | Mapping[str, Any] | Event, *, via: Via = "cli"
     ) -> Recorded:
@@ -322,6 +379,8 @@ class Registry(JobStore):
             job = self._require(conn, job.job_id)
         elif not event.is_terminal:
             job = self._extend_due(conn, job)
+        if job.status == "running" and not event.is_terminal:
+            job = self._note_activity(conn, job, event)
         if event.is_terminal:
             target = "completed" if event.event == "completed" else "error"
             if event.event == "error" and event.detail:
@@ -358,6 +417,22 @@ class Registry(JobStore):
             jobs[job.job_id] = job
         return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
 
+    def _note_activity(self, conn: sqlite3.Connection, job: Job, event: Event) -> Job:
+        """The activity an event shows: its own for an ``activity`` event, working for
+        started/progress, waiting for permission_required; the row as it now is."""
+        seen = _activity_shown(event, job.agent)
+        if seen is None or seen.same_as(job.activity, job.activity_data):
+            return job
+        at_ms = now_ms()
+        activities.store_change(conn, job.job_id, seen, at_ms, event.seq)
+        return replace(
+            job,
+            activity=seen.activity,
+            activity_at_ms=at_ms,
+            activity_source=seen.source,
+            activity_data=seen.to_data(),
+        )
+
 
 def _came_before_the_end(job: Job, event: Event) -> bool:
     """Whether ``event`` of a job its own terminal event ended has a seq below that
@@ -366,6 +441,21 @@ def _came_before_the_end(job: Job, event: Event) -> bool:
         return False
     terminal = job.result.get("seq")
     return isinstance(terminal, int) and event.seq < terminal
+
+
+def _activity_shown(event: Event, agent: str) -> Observation | None:
+    """What an event says about its agent's activity (None: nothing)."""
+    if event.event == "activity":
+        try:
+            return Observation.from_data(event.data)
+        except InvalidJobInput as exc:
+            raise InvalidEvent(f"activity event: {exc}") from None
+    source = f"publish:{agent}:{event.event}"
+    if event.event in ("started", "progress"):
+        return Observation("working", source)
+    if event.event == "permission_required":
+        return Observation("waiting", source, question=event.detail)
+    return None
 
 
 def _parse(raw: bytes | str | Mapping[str, Any] | Event) -> Event:

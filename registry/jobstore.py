@@ -25,9 +25,9 @@ from bus import claims
 from bus.blobs import encode_payload
 from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms, translate
 from bus.messages import Bus, Outgoing, insert_message
-from registry import states, store
+from registry import activity, states, store
 from registry.audit import AuditLog
-from registry.errors import InvalidJobInput, JobNotFound
+from registry.errors import IllegalTransition, InvalidJobInput, JobNotFound
 from registry.records import (
     DEFAULT_IDLE_TIMEOUT_SEC,
     DEFAULT_PREFIX,
@@ -46,6 +46,9 @@ from registry.records import (
 
 REGISTRY_AGENT = "registry"
 FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
+DONE_WHEN = ("exit", "idle")
+"""When an interactive agent's job is done: its process exits, or it finished its
+turn and stayed idle past a grace period."""
 # How the reason of a move made by an agent's own event starts ("agent published
 # completed (seq 7)"); every other move (cancel, reconcile, by hand) says its own why.
 AGENT_MOVED = "agent published"
@@ -187,9 +190,20 @@ class JobStore:
         broker: Mapping[str, Any] | None = None,
         sign_events: bool = True,
         topic_prefix: str | None = None,
+        done_when: str | None = None,
+        agent_session_id: str | None = None,
     ) -> Job:
-        """Register a pending job and enqueue it for its agent_session."""
+        """Register a pending job and enqueue it for its agent_session.
+
+        ``done_when`` (exit or idle) says when an interactive agent's job counts
+        as done; ``agent_session_id`` is the agent's own conversation id, which
+        resuming the job continues.
+        """
         check_prompt(prompt)
+        if done_when is not None and done_when not in DONE_WHEN:
+            raise InvalidJobInput(f"done-when must be one of {', '.join(DONE_WHEN)}")
+        if agent_session_id is not None:
+            check_label("agent session id", agent_session_id)
         check_label("agent", agent)
         check_label("agent_session", agent_session)
         check_seconds("timeout", timeout_sec)
@@ -206,7 +220,8 @@ class JobStore:
             conn.execute(
                 "INSERT INTO jobs (job_id, status, created_at, updated_at, created_at_ms, prompt, "
                 "agent, agent_session, broker, topic_prefix, timeout_sec, idle_timeout_sec, "
-                "expected_artifacts, auth_token) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "expected_artifacts, auth_token, done_when, agent_session_id) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job_id,
                     states.JOB.initial,
@@ -222,6 +237,8 @@ class JobStore:
                     idle_timeout_sec,
                     json.dumps(artifacts, ensure_ascii=False),
                     token,
+                    done_when,
+                    agent_session_id,
                 ),
             )
             self._record_transition(conn, job_id, at_ms, None, "pending", "registered", None)
@@ -241,6 +258,16 @@ class JobStore:
             record = job.to_dict(show_token=True)
             self._after_commit(lambda: self.audit.record_registered(record))
         return job
+
+    def set_agent_session_id(self, job_id: str, session_id: str) -> Job:
+        """Remember the agent's own conversation id (learned from its hook or transcript)."""
+        check_label("agent session id", session_id)
+        with self._write() as conn:
+            self._require(conn, job_id)
+            conn.execute(
+                "UPDATE jobs SET agent_session_id = ? WHERE job_id = ?", (session_id, job_id)
+            )
+            return self._require(conn, job_id)
 
     def _new_job_id(self, conn: sqlite3.Connection) -> str:
         for _ in range(100):
@@ -289,6 +316,22 @@ class JobStore:
             self._move(conn, job, "pending", reason, transition="resume")
             return self._require(conn, job_id)
 
+    def requeue_interrupted(
+        self, job_id: str, reason: str = "resumed after an interruption"
+    ) -> Job:
+        """running -> pending for a job whose agent was lost with its pane (a reboot,
+        tmux killed): the control room starts it again as a new attempt."""
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            states.next_state(states.JOB, job.status, "restart", job_id)
+            if job.activity != "interrupted":
+                raise IllegalTransition(
+                    f"job {job_id}: only an interrupted job restarts while running "
+                    f"(it is {job.activity or 'running'})"
+                )
+            self._move(conn, job, "pending", reason, transition="restart")
+            return self._require(conn, job_id)
+
     def _move(
         self,
         conn: sqlite3.Connection,
@@ -332,6 +375,11 @@ class JobStore:
         conn.execute(
             f"UPDATE jobs SET {assignments} WHERE job_id = ?", (*fields.values(), job.job_id)
         )
+        if target == "running":
+            started = activity.Observation("starting", "control-room", question=reason)
+            activity.store_change(conn, job.job_id, started, at_ms, None)
+        else:
+            activity.clear(conn, job.job_id)
         self._record_transition(conn, job.job_id, at_ms, job.status, target, reason, transition)
         self._publish(
             conn,

@@ -75,6 +75,12 @@ class Job:
     lease_until_ms: int | None = None
     max_seen_seq: int = 0
     seq_floor: int = 0
+    activity: str | None = None
+    activity_at_ms: int | None = None
+    activity_source: str | None = None
+    activity_data: dict[str, Any] | None = None
+    agent_session_id: str | None = None
+    done_when: str | None = None
 
     @property
     def events_topic(self) -> str:
@@ -127,7 +133,31 @@ class Job:
             "missing_count": self.missing_count,
             "last_event": self.last_event,
             "last_event_at": self.last_event_at,
+            "activity": self.activity_record(),
+            "agent_session_id": self.agent_session_id,
+            "done_when": self.done_when,
         }
+
+    def activity_record(self) -> dict[str, Any] | None:
+        """The current activity as JSON-ready data: what, since when, from which
+        source, and about what (question, tool, command); None when it has none."""
+        if not self.activity:
+            return None
+        record: dict[str, Any] = dict(self.activity_data or {})
+        record["activity"] = self.activity
+        record["source"] = self.activity_source
+        record["since"] = iso_from_ms(self.activity_at_ms) if self.activity_at_ms else None
+        return record
+
+    @property
+    def waiting(self) -> bool:
+        """True while the job waits on a person: its agent's dialog (activity
+        ``waiting``) or a ``permission_required`` event it published."""
+        if self.status != "running":
+            return False
+        if self.activity is not None:
+            return self.activity == "waiting"
+        return self.last_event == "permission_required"
 
 
 def job_from_row(row: sqlite3.Row) -> Job:
@@ -161,7 +191,23 @@ def job_from_row(row: sqlite3.Row) -> Job:
         lease_until_ms=row["lease_until_ms"],
         max_seen_seq=int(row["max_seen_seq"]),
         seq_floor=int(row["seq_floor"]),
+        activity=row["activity"],
+        activity_at_ms=row["activity_at_ms"],
+        activity_source=row["activity_source"],
+        activity_data=_json_column(row, "activity_data"),
+        agent_session_id=row["agent_session_id"],
+        done_when=row["done_when"],
     )
+
+
+def _json_column(row: sqlite3.Row, name: str) -> Any:
+    text = row[name]
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def account_seq(missing: list[list[int]], max_seen: int, seq: int) -> tuple[list[list[int]], int]:

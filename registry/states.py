@@ -147,6 +147,14 @@ JOB: Final = StateMachine(
             recorded_only=True,
         ),
         _move("resume", "error cancelled", "pending", "resumed", tally="resumed {n}\u00d7"),
+        _move(
+            "restart",
+            "running",
+            "pending",
+            "restarted after its pane was lost",
+            tally="restarted {n}\u00d7 after an interruption",
+            recorded_only=True,
+        ),
     ),
 )
 """Jobs (SPEC §3): pending -> running -> completed | error, cancel while live,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bus.db import apply_migrations, recorded_version, translate
 
-REGISTRY_SCHEMA_VERSION = 2
+REGISTRY_SCHEMA_VERSION = 3
 VERSION_KEY = "registry_schema_version"
 
 
@@ -93,11 +93,32 @@ _V2 = """
 ALTER TABLE sessions ADD COLUMN tmux_socket TEXT;
 """
 
+# v3: a running job's activity (registry/activity.py) and its history, the agent's
+# own session id (to resume its conversation) and when the job counts as done.
+_V3 = """
+ALTER TABLE jobs ADD COLUMN activity TEXT;
+ALTER TABLE jobs ADD COLUMN activity_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN activity_source TEXT;
+ALTER TABLE jobs ADD COLUMN activity_data TEXT;
+ALTER TABLE jobs ADD COLUMN agent_session_id TEXT;
+ALTER TABLE jobs ADD COLUMN done_when TEXT;
+CREATE TABLE IF NOT EXISTS job_activity (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+    at_ms INTEGER NOT NULL,
+    activity TEXT NOT NULL,
+    source TEXT NOT NULL,
+    data TEXT NOT NULL,
+    seq INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_job_activity_job ON job_activity(job_id, id);
+"""
+
 # Index n migrates the registry tables from version n to n + 1.
-MIGRATIONS: list[str] = [_V1, _V2]
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 assert len(MIGRATIONS) == REGISTRY_SCHEMA_VERSION
 
-REGISTRY_TABLES = ("jobs", "job_transitions", "sessions", "session_transitions")
+REGISTRY_TABLES = ("jobs", "job_transitions", "sessions", "session_transitions", "job_activity")
 
 
 def registry_schema_version(conn: sqlite3.Connection) -> int:

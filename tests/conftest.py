@@ -31,6 +31,20 @@ def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         os.environ["ORCHESTRATE_CACHE_DIR"] = saved
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_background_supervisor() -> Iterator[None]:
+    """Tests judge supervision passes themselves: a background supervisor beside them
+    would take their observations first (tests/orchestration/test_supervisor.py
+    switches it on for its own state dir)."""
+    saved = os.environ.get("ORCHESTRATE_SUPERVISOR")
+    os.environ["ORCHESTRATE_SUPERVISOR"] = "off"
+    yield
+    if saved is None:
+        os.environ.pop("ORCHESTRATE_SUPERVISOR", None)
+    else:
+        os.environ["ORCHESTRATE_SUPERVISOR"] = saved
+
+
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh state directory, also exported as ORCHESTRATE_HOME for subprocesses."""

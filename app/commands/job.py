@@ -4,15 +4,15 @@ bad status / illegal move, 3 nothing to pick."""
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from app.commands.job_options import job_spec_options, read_prompt
+from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.settings import Settings
 from registry.errors import InvalidJobInput
 from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
@@ -107,23 +107,6 @@ def warn_if_no_bridge(job: Job) -> None:
     click.echo(f"orchestrate: warning: {listens}; {advice}", err=True)
 
 
-def broker_block(host: str | None, port: int | None) -> dict[str, Any] | None:
-    """The broker in effect: --broker/--port laid over the MQTT_* env; None for neither."""
-    if host is None and port is None and not os.environ.get("MQTT_BROKER"):
-        return None  # the common case: no paho import at all
-    from bus.mqtt_config import resolve_broker
-
-    flags: dict[str, Any] = {}
-    if host is not None:
-        flags["host"] = host
-    if port is not None:
-        flags["port"] = port
-    config = resolve_broker(os.environ, flags or None)
-    if config is None:
-        raise InvalidJobInput("--port needs --broker HOST (or MQTT_BROKER in the environment)")
-    return config.to_block()
-
-
 @job.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Full records as a JSON array.")
 @click.option("--status", metavar="STATUS", help="Only jobs in this status.")
@@ -145,7 +128,17 @@ def format_table(jobs: list[Job], now: datetime | None = None) -> str:
     if not jobs:
         return "(no jobs)"
     moment = now or datetime.now(UTC)
-    header = ("JOB", "STATUS", "AGENT", "SESSION", "AGE", "LAST EVENT", "SEQ", "RETRIES")
+    header = (
+        "JOB",
+        "STATUS",
+        "ACTIVITY",
+        "AGENT",
+        "SESSION",
+        "AGE",
+        "LAST EVENT",
+        "SEQ",
+        "RETRIES",
+    )
     rows = [header]
     for item in jobs:
         last = item.last_event or "-"
@@ -155,6 +148,7 @@ def format_table(jobs: list[Job], now: datetime | None = None) -> str:
             (
                 item.job_id,
                 item.status,
+                item.activity or "-",
                 _cell(item.agent, 20),
                 _cell(item.agent_session, 24),
                 _age(item.created_at, moment),
@@ -218,22 +212,44 @@ def pick(settings: Settings, agent_session: str) -> None:
 
 @job.command()
 @JOB_OPTION
-@click.option("--reason", default="cancelled by user")
+@click.option("--reason", default=None, help="Why (default: who cancelled it).")
 @click.pass_obj
-def cancel(settings: Settings, job_id: str, reason: str) -> None:
-    """Cancel a pending or running job."""
-    done = settings.open_registry().cancel(job_id, reason)
+def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
+    """Cancel a pending or running job, and stop its agent (its own exit keys, then its
+    pane is killed after a grace period), as the control room's c does."""
+    from app.orchestration import Orchestrator
+
+    done = Orchestrator(settings).cancel(job_id, by=f"{getpass.getuser()} (cli)", reason=reason)
     click.echo(f"{job_id}: {done.status}")
 
 
 @job.command()
-@JOB_OPTION
+@click.option("--job", "job_id", metavar="ID", help="The job id.")
+@click.option(
+    "--all-interrupted",
+    is_flag=True,
+    help="Every job whose agent was lost with its pane (tmux killed, a reboot).",
+)
 @click.option("--reason", default="resumed by user")
 @click.pass_obj
-def resume(settings: Settings, job_id: str, reason: str) -> None:
-    """Queue a failed or cancelled job again (same id, a new attempt)."""
-    done = settings.open_registry().resume(job_id, reason)
-    click.echo(f"{job_id}: {done.status}")
+def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason: str) -> None:
+    """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
+    agent continues its conversation where it can. A job never started in a pane is
+    queued again for a worker to pick."""
+    from app.orchestration import Orchestrator
+
+    if (job_id is None) == (not all_interrupted):
+        raise click.UsageError("give --job ID or --all-interrupted (one of them)")
+    orchestrator = Orchestrator(settings)
+    if job_id is not None:
+        done = orchestrator.resume_job(job_id, reason=reason)
+        click.echo(f"{job_id}: {done.status}")
+        return
+    resumed = orchestrator.resume_interrupted()
+    for job in resumed:
+        click.echo(f"{job.job_id}: {job.status}")
+    if not resumed:
+        click.echo("no interrupted jobs", err=True)
 
 
 @job.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
@@ -80,3 +81,21 @@ def read_prompt(prompt: str | None, prompt_file: IO[str] | None) -> str:
     if prompt is None:
         raise InvalidJobInput("--prompt or --prompt-file is required")
     return prompt
+
+
+def broker_block(host: str | None, port: int | None) -> dict[str, Any] | None:
+    """The broker in effect: --broker/--port laid over the MQTT_* env; None for neither.
+    `job register` and `submit` read it the same way."""
+    if host is None and port is None and not os.environ.get("MQTT_BROKER"):
+        return None  # the common case: no paho import at all
+    from bus.mqtt_config import resolve_broker
+
+    flags: dict[str, Any] = {}
+    if host is not None:
+        flags["host"] = host
+    if port is not None:
+        flags["port"] = port
+    config = resolve_broker(os.environ, flags or None)
+    if config is None:
+        raise InvalidJobInput("--port needs --broker HOST (or MQTT_BROKER in the environment)")
+    return config.to_block()

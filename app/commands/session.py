@@ -9,7 +9,7 @@ import click
 
 from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
-from app.orchestration.agents import split_command
+from app.orchestration.launches import split_command
 from app.settings import Settings
 from app.tmux.errors import TmuxNotInstalled
 from registry.sessions import Session

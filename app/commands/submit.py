@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from app.commands.job_options import job_spec_options, read_prompt
+from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
-from app.orchestration.agents import split_command
+from app.orchestration.launches import split_command
 from app.settings import Settings
 from registry.events import Event
 from registry.waiter import Verdict
@@ -24,8 +24,32 @@ from registry.waiter import Verdict
 @click.option(
     "--agent-cmd",
     metavar="CMD",
-    help="Command that runs the agent (shell-like words; the prompt arrives on stdin, "
-    "or where a word is {prompt_file}). Default: per agent kind.",
+    help="Command that runs the agent (shell-like words, never given to a shell): the "
+    "prompt goes where a word is {prompt} (as one word) or {prompt_file} (its path), "
+    "else it is pasted once the agent is ready. Default: per agent kind.",
+)
+@click.option(
+    "--done-when",
+    type=click.Choice(["exit", "idle"]),
+    help="When the job is done: the agent exits (0 completes it), or it finished its "
+    "turn and stayed idle (the pane is kept). Default: idle for claude, codex, gemini "
+    "and aider; exit otherwise.",
+)
+@click.option(
+    "--approvals",
+    type=click.Choice(["agent", "control-room"]),
+    default="agent",
+    show_default=True,
+    help="control-room: Claude Code's permission hook waits for `orchestrate answer` "
+    "(or the control room) instead of drawing its dialog, up to --approval-wait.",
+)
+@click.option(
+    "--approval-wait",
+    type=click.FloatRange(1, 3600),
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a control-room approval waits before the agent's own dialog shows.",
 )
 @click.option(
     "--workdir", metavar="DIR", type=WORKDIR, help="The agent's working directory (default: here)."
@@ -45,6 +69,9 @@ def submit(
     workdir: str | None,
     no_wait: bool,
     no_sign: bool,
+    done_when: str | None,
+    approvals: str,
+    approval_wait: float,
 ) -> None:
     """Register a job, start its agent in a tmux pane, and wait for its end."""
     prompt = read_prompt(prompt, prompt_file)
@@ -61,6 +88,10 @@ def submit(
         artifacts=artifacts,
         sign=not no_sign,
         workdir=workdir,
+        done_when=done_when,
+        approvals=approvals,
+        approval_wait_sec=approval_wait,
+        broker=broker_block(None, None),
     )
     click.echo(job.job_id)
     if no_wait:

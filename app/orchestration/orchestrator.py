@@ -18,25 +18,29 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from app.orchestration import agents as agent_kinds
-from app.orchestration.errors import AgentNotStarted, NotWaitingForPermission
-from app.orchestration.reconcile import Reconciler, ReconcileReport, pane_gone_reason
-from app.settings import Settings
+from app.agents import adapter_for
+from app.agents.base import Answer
+from app.agents.demo import START as DEMO_START
+from app.agents.env import pane_environment
+from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
+from app.orchestration import answering, launches, supervisor
+from app.orchestration.errors import AgentNotStarted, UnknownAgent
+from app.orchestration.reconcile import Reconciler, ReconcileReport
+from app.settings import Settings, idle_grace_from_env
 from app.tmux.driver import TmuxDriver
-from app.tmux.errors import InvalidStopMode, TmuxError
-from app.tmux.liveness import looks_like_permission_prompt
+from app.tmux.errors import InvalidStopMode, PaneNotFound, TmuxError
 from app.tmux.names import session_name_for
 from app.tmux.panes import JOB_OPTION
 from registry import states
-from registry.errors import IllegalTransition, SessionNotFound
+from registry.errors import IllegalTransition, RegistryError, SessionNotFound
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.sessions import Session, SessionStore
 
 log = logging.getLogger(__name__)
 
-# How long `answer` waits for a y/n prompt to be drawn after permission_required
-# (agents publish the event just before they print the question).
-PROMPT_GRACE_SEC = 3.0
+DEFAULT_APPROVAL_WAIT_SEC = 120.0
+CANCEL_GRACE_SEC = 5.0
+"""How long a cancelled agent gets to exit on its own keys before its pane is killed."""
 DEMO_LABEL_PREFIX = "demo-"
 MAX_DEMO_AGENTS = 20  # `demo --agents` and `watch --demo --agents` alike
 
@@ -71,7 +75,7 @@ class Orchestrator:
         driver = self.driver
         with self._lock:
             if self._reconciler is None:
-                self._reconciler = Reconciler(self, driver)
+                self._reconciler = Reconciler(self, driver, idle_grace_sec=idle_grace_from_env())
             return self._reconciler
 
     # -- paths ------------------------------------------------------------------
@@ -83,18 +87,6 @@ class Orchestrator:
     def pane_log(self, job_id: str) -> Path:
         """The job's pane output, kept by tmux pipe-pane; it outlives the pane."""
         return self.job_dir(job_id) / "pane.log"
-
-    def pane_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment of every pane: the state dir, and this install's `orchestrate` first
-        on PATH so `orchestrate publish` in the pane reaches the same code and registry."""
-        bin_dir = str(Path(sys.executable).parent)
-        path = os.environ.get("PATH", "")
-        env = {
-            "ORCHESTRATE_HOME": str(self.settings.state_dir.resolve()),
-            "ORCHESTRATE_TMUX_SOCKET": self.driver.socket_name,
-            "PATH": f"{bin_dir}{os.pathsep}{path}" if path else bin_dir,
-        }
-        return {**env, **(extra or {})}
 
     # -- jobs ---------------------------------------------------------------------
 
@@ -111,19 +103,28 @@ class Orchestrator:
         sign: bool = True,
         workdir: str | Path | None = None,
         env: Mapping[str, str] | None = None,
+        done_when: str | None = None,
+        approvals: str = "agent",
+        approval_wait_sec: float = DEFAULT_APPROVAL_WAIT_SEC,
+        broker: Mapping[str, object] | None = None,
     ) -> Job:
         """Register a job and start its agent in a pane of `agent_session`'s tmux session.
 
         Everything that can be checked is checked before the job is stored (tmux
-        present, the label usable as a tmux session name, an agent command known),
-        so a refused submit leaves nothing behind. The job is moved to running
-        (claimed for its label) before the agent starts, so the agent's first
-        event lands on a running job.
+        present, the label usable as a tmux session name, the agent known and
+        installed), so a refused submit leaves nothing behind. The job is moved
+        to running before the agent starts, so the agent's first event lands on
+        a running job. ``env`` is the submitter's environment (default: this
+        process's): the agent gets the user's own keys and settings.
         """
         driver = self.driver  # TmuxNotInstalled before anything is stored
         session_name_for(agent_session)  # InvalidLabel before anything is stored
         check_label("agent_session", agent_session)
-        argv = agent_kinds.start_command(agent, agent_cmd or self._session_agent_cmd(agent_session))
+        if approvals not in launches.APPROVAL_MODES:
+            raise UnknownAgent(f"approvals must be one of {', '.join(launches.APPROVAL_MODES)}")
+        submitter = dict(os.environ if env is None else env)
+        command = agent_cmd or self._session_agent_cmd(agent_session)
+        adapter = launches.adapter_checked(agent, command, self.settings.state_dir, submitter)
         directory = Path(workdir or Path.cwd()).resolve()
         driver.server_running()  # TmuxServerUnreachable before anything is stored
         driver.check_owner(agent_session)  # another project's session: refused first
@@ -135,22 +136,38 @@ class Orchestrator:
             idle_timeout_sec=idle_timeout_sec,
             expected_artifacts=artifacts,
             sign_events=sign,
+            done_when=done_when or adapter.done_when,
+            broker=broker,
         )
-        agent_kinds.save_launch(self.job_dir(job.job_id), argv, directory)
-        return self._start(job, argv, directory, env, why="picked by submit")
+        record = launches.LaunchRecord(command, str(directory), approvals, approval_wait_sec)
+        record.save(self.job_dir(job.job_id))
+        return self._start(job, record, submitter, why="picked by submit")
 
     def _start(
         self,
         job: Job,
-        argv: Sequence[str],
-        workdir: Path,
-        env: Mapping[str, str] | None,
+        record: launches.LaunchRecord,
+        submitter: Mapping[str, str],
         *,
         why: str,
+        resume: bool = False,
     ) -> Job:
         """Move a pending job to running and start its agent pane (the job errs if tmux fails)."""
         label = job.agent_session
-        prompt_file = agent_kinds.write_prompt(self.job_dir(job.job_id), job.job_id, job.prompt)
+        job_dir = self.job_dir(job.job_id)
+        adapter = adapter_for(job.agent, self.settings.state_dir, submitter)
+        plan = launches.plan_for(
+            adapter, launches.context_for(job, job_dir, record), record, resume=resume
+        )
+        if plan.agent_session_id and plan.agent_session_id != job.agent_session_id:
+            job = self.registry.set_agent_session_id(job.job_id, plan.agent_session_id)
+        reports = adapter.gets_instructions or plan.deliver == "file"
+        prompt_file = launches.write_prompt(
+            job_dir,
+            plan.prompt or job.prompt,
+            with_instructions=launches.instructions(job.job_id) if reports else None,
+        )
+        workdir = Path(record.workdir)
         # tmux first, then the record: a reconcile pass in between (a TUI running
         # beside this submit) must never see a recorded session with no tmux session.
         try:
@@ -163,21 +180,36 @@ class Orchestrator:
         running = self.registry.set_status(
             job.job_id, "running", f"{why} into tmux session {label!r}"
         )
+        env = pane_environment(
+            submitter,
+            state_dir=self.settings.state_dir,
+            job_id=job.job_id,
+            token=job.auth_token,
+            tmux_socket=self.driver.socket_name,
+            extra={
+                **plan.env,
+                APPROVALS_ENV: record.approvals,
+                APPROVAL_WAIT_ENV: str(record.approval_wait_sec),
+            },
+        )
         try:
             self.driver.start_agent_pane(
                 label,
                 job.job_id,
-                argv,
-                self.pane_env(env),
+                plan.argv,
+                env,
                 prompt_file,
                 self.pane_log(job.job_id),
                 f"orchestrate: job {job.job_id} · agent {job.agent} · session {label}",
                 start_directory=workdir,
+                deliver=plan.deliver,
+                agent=job.agent,
             )
         except TmuxError as error:
             reason = f"could not start the agent pane: {error}"
             self.registry.set_status(job.job_id, "error", reason)
             raise AgentNotStarted(f"job {job.job_id}: {reason}") from error
+        supervisor.ensure_started(self.settings.state_dir, self.driver.socket_name)
         return running
 
     def _session_agent_cmd(self, label: str) -> list[str] | None:
@@ -186,7 +218,7 @@ class Orchestrator:
             recorded = self.sessions.get(label).agent_cmd
         except SessionNotFound:
             return None
-        return agent_kinds.split_command(recorded) if recorded else None
+        return launches.split_command(recorded) if recorded else None
 
     def _ensure_session_record(self, label: str, agent: str, why: str) -> Session:
         """The session record for `label`, made running (created, re-created or resumed)."""
@@ -206,35 +238,93 @@ class Orchestrator:
             return self.sessions.resume(label, why)
         return session
 
-    def cancel(self, job_id: str) -> Job:
-        """Cancel in the registry first (late events of the agent are then refused), then C-c."""
-        job = self.registry.cancel(job_id)
-        pane_id = self.pane_for_job(job_id)
-        if pane_id is not None and self.driver.pane_alive(pane_id):
-            self.driver.server.cmd("send-keys", "-t", pane_id, "C-c")
+    def cancel(
+        self,
+        job_id: str,
+        *,
+        by: str = "user",
+        reason: str | None = None,
+        grace_sec: float = CANCEL_GRACE_SEC,
+    ) -> Job:
+        """Cancel in the registry first (late events of the agent are then refused), then
+        stop its agent: its own interrupt and exit keys, and the pane killed if it is
+        still there after ``grace_sec``."""
+        job = self.registry.cancel(job_id, reason or f"cancelled by {by}")
+        self.stop_agent(job, grace_sec=grace_sec)
         return job
 
-    def resume_job(self, job_id: str) -> Job:
-        """error|cancelled -> pending in the registry, then a new agent pane for the same job."""
-        driver = self.driver
-        job = self.registry.resume(job_id)
-        saved = agent_kinds.load_launch(self.job_dir(job_id))
-        if saved is not None:
-            argv, workdir = saved
-        else:  # registered by hand, never started in a pane
-            argv = agent_kinds.start_command(job.agent, self._session_agent_cmd(job.agent_session))
-            workdir = Path.cwd().resolve()
-            agent_kinds.save_launch(self.job_dir(job_id), argv, workdir)
+    def stop_agent(self, job: Job, *, grace_sec: float = CANCEL_GRACE_SEC) -> bool:
+        """Ask the job's agent to stop, then kill its pane; True if a pane was stopped.
+        A job never started in a pane (a queue worker's) has nothing to stop."""
+        if not self.pane_log(job.job_id).exists():
+            return False
+        pane_id = self.pane_for_job(job.job_id)
+        if pane_id is None:
+            return False
+        if self.driver.pane_alive(pane_id):
+            keys = adapter_for(job.agent, self.settings.state_dir).keys
+            with contextlib.suppress(TmuxError):
+                self.driver.send_key_names(pane_id, (*keys.interrupt, *keys.exit))
+            deadline = time.monotonic() + grace_sec
+            while time.monotonic() < deadline and self.driver.pane_alive(pane_id):
+                time.sleep(0.1)
+        with contextlib.suppress(PaneNotFound):
+            self.driver.kill_pane(pane_id)
+        return True
+
+    def resume_job(
+        self,
+        job_id: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        reason: str = "resumed by user",
+    ) -> Job:
+        """Start the job's agent again in a new pane, continuing its conversation where
+        the agent can (its own session id), else afresh with the original prompt.
+
+        An errored or cancelled job goes back to pending first; an interrupted one
+        (running, its pane gone with the tmux server) is restarted as it is. A job
+        never started in a pane (a queue worker's) is only queued again.
+        """
+        job = self.registry.get(job_id)
+        record = launches.LaunchRecord.load(self.job_dir(job_id))
+        if record is None:
+            return self.registry.resume(job_id, reason)
+        submitter = dict(os.environ if env is None else env)
+        launches.adapter_checked(job.agent, record.agent_cmd, self.settings.state_dir, submitter)
+        if job.status == "running" and job.activity == "interrupted":
+            job = self.registry.requeue_interrupted(job_id, reason)
+        else:
+            job = self.registry.resume(job_id, reason)
         old_pane = self.pane_for_job(job_id)
         if old_pane is not None:  # the last attempt's pane: one pane per job
-            driver.kill_pane(old_pane)
+            with contextlib.suppress(PaneNotFound):
+                self.driver.kill_pane(old_pane)
         # retry_count only counts lease expiries: count every return to pending instead
         attempt = 1 + sum(
             1
             for change in self.registry.history(job_id)
             if change.from_state is not None and change.to_state == "pending"
         )
-        return self._start(job, argv, workdir, None, why=f"resumed (attempt {attempt})")
+        return self._start(job, record, submitter, why=f"resumed (attempt {attempt})", resume=True)
+
+    def interrupted_jobs(self) -> list[Job]:
+        """Live jobs whose agent was lost with its pane (after a supervision pass)."""
+        return [
+            job for job in self.registry.list(status="running") if job.activity == "interrupted"
+        ]
+
+    def resume_interrupted(self) -> list[Job]:
+        """Bring every interrupted agent back in a new pane (one key in the control room)."""
+        if self.driver.server_running() or self.registry.list(status="running"):
+            self.reconcile()  # a reboot: find them first
+        resumed = []
+        for job in self.interrupted_jobs():
+            try:
+                resumed.append(self.resume_job(job.job_id, reason="resumed after an interruption"))
+            except (RegistryError, TmuxError) as exc:
+                log.warning("job %s not resumed: %s", job.job_id, exc)
+        return resumed
 
     def pane_for_job(self, job_id: str) -> str | None:
         """The job's agent pane, or None (no tmux server, or the pane is gone)."""
@@ -253,57 +343,53 @@ class Orchestrator:
         return panes
 
     def check_job_pane(self, job_id: str) -> str | None:
-        """One cheap look at a running job's pane; moves the job to error if it died.
-
-        Returns the reason when the job was failed here, else None. The pane is
-        read before the job, so every event the agent published before exiting
-        is already recorded when the job's status is judged.
-        """
+        """One supervision look at a running job's agent (see observer.py); the reason
+        when it failed the job, else None. The pane is read before the job, so every
+        event the agent published before exiting is recorded when it is judged."""
         if not self.pane_log(job_id).exists():
             return None  # not started by orchestrate: nothing to judge by
-        pane_id = self.pane_for_job(job_id)
-        status = self.driver.pane_status(pane_id) if pane_id else None
-        if status is not None and status.exists and not status.dead:
-            return None
-        return self.fail_if_running(job_id, pane_gone_reason(status))
-
-    def fail_if_running(self, job_id: str, reason: str) -> str | None:
-        """Move a still-running job to error with `reason`; None if it already moved on."""
-        if self.registry.get(job_id).status != "running":
-            return None
-        try:
-            self.registry.set_status(job_id, "error", reason)
-        except IllegalTransition:  # it ended (or was cancelled) in between
-            return None
-        log.info("job %s: %s", job_id, reason)
-        return reason
+        return self.reconciler.run(only=job_id).errored.get(job_id)
 
     # -- answering ------------------------------------------------------------------
 
-    def answer(self, job_id: str, yes: bool, *, grace_sec: float = PROMPT_GRACE_SEC) -> None:
-        """Type y or n into the job's own pane, only while it waits for exactly that.
+    def answer(self, job_id: str, reply: Answer, *, by: str = "cli") -> answering.Answered:
+        """Answer the question the job's agent waits on (see app/orchestration/answering.py)."""
+        return answering.answer(self, job_id, reply, by=by)
 
-        Refused (NotWaitingForPermission) unless the job is running, its last
-        event is permission_required and its pane shows a y/n prompt. The driver
-        confirms the pane reacted, retries once, then raises AnswerNotReceived.
-        """
+    # -- talking to an agent ------------------------------------------------------
+
+    def send_input(self, job_id: str, text: str, *, by: str = "cli") -> int:
+        """Give the job's agent free text, as a bracketed paste then Enter (never
+        send-keys of raw text), and record it as an `input` event: who, how much,
+        how long it took. Returns the number of characters sent."""
+        if not text.strip():
+            raise UnknownAgent("nothing to send: the text is empty")
         job = self.registry.get(job_id)
-        if job.status != "running" or job.last_event != "permission_required":
-            last = job.last_event or "none"
-            raise NotWaitingForPermission(
-                f"job {job_id} is not waiting for permission ({job.status}, last event: {last})"
-            )
         pane_id = self.pane_for_job(job_id)
         if pane_id is None or not self.driver.pane_alive(pane_id):
-            raise NotWaitingForPermission(f"job {job_id} has no live agent pane to answer in")
-        deadline = time.monotonic() + grace_sec
-        while looks_like_permission_prompt(self.driver.capture(pane_id, 20)) is None:
-            if time.monotonic() >= deadline:
-                raise NotWaitingForPermission(
-                    f"job {job_id}: its pane {pane_id} shows no y/n prompt; not typing into it"
-                )
-            time.sleep(0.05)
-        self.driver.send_answer(pane_id, "y" if yes else "n")
+            raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
+        started = time.monotonic()
+        self.driver.paste_text(pane_id, text)
+        took_ms = int((time.monotonic() - started) * 1000)
+        if job.status == "running":
+            data = {"kind": "message", "by": by, "chars": len(text), "took_ms": took_ms}
+            with contextlib.suppress(RegistryError):
+                self.registry.publish(job_id, "input", f"{len(text)} characters from {by}", data)
+        return len(text)
+
+    def attach_argv(self, job_id: str) -> list[str]:
+        """The tmux command that puts a person into the job's pane (switch-client when
+        they are already inside this tmux server, else attach)."""
+        self.registry.get(job_id)
+        pane_id = self.pane_for_job(job_id)
+        if pane_id is None:
+            raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
+        base = ["tmux", "-L", self.driver.socket_name]
+        inside = os.environ.get("TMUX", "").split(",")[0]
+        if inside and Path(inside).name == self.driver.socket_name:
+            return [*base, "switch-client", "-t", pane_id]
+        return [*base, "attach-session", "-t", pane_id, ";", "select-window", "-t", pane_id,
+                ";", "select-pane", "-t", pane_id]  # fmt: skip
 
     # -- sessions -------------------------------------------------------------------
 
@@ -314,7 +400,7 @@ class Orchestrator:
         driver = self.driver
         name = session_name_for(label)
         if agent_cmd:
-            agent_kinds.split_command(agent_cmd)
+            launches.split_command(agent_cmd)
         driver.check_owner(label)  # another project's session: refused before the record
         try:
             existing: Session | None = self.sessions.get(label)
@@ -374,7 +460,8 @@ class Orchestrator:
             for job in self.registry.list(status="running", agent_session=label):
                 with contextlib.suppress(IllegalTransition):
                     self.registry.cancel(job.job_id, f"session {label} stopped ({mode})")
-        result = self.driver.stop(label, mode, exit_keys=agent_kinds.exit_keys(session.agent))
+        keys = adapter_for(session.agent, self.settings.state_dir).keys
+        result = self.driver.stop(label, mode, exit_keys=(*keys.interrupt, *keys.exit))
         if result.still_running_panes:
             log.warning(
                 "session %s: %d agent pane(s) did not exit after the exit keys: %s",
@@ -398,19 +485,33 @@ class Orchestrator:
         states.next_state(states.SESSION, session.state, "resume", label)
         driver = self.driver
         alive = driver.has_session(label)
-        argv = list(resume_cmd) if resume_cmd else agent_kinds.resume_command(session.agent)
+        argv = list(resume_cmd) if resume_cmd else launches.session_resume_command(session.agent)
         if not (session.state == "archived" and alive):
             if argv:
                 log_path = self.settings.state_dir / "logs" / "sessions"
                 log_path = log_path / session_name_for(label) / "resume.log"
-                driver.resume(
-                    label, argv, self.pane_env(), log_path, start_directory=session.workdir
+                env = pane_environment(
+                    os.environ,
+                    state_dir=self.settings.state_dir,
+                    job_id="",
+                    token=None,
+                    tmux_socket=driver.socket_name,
                 )
+                env.pop("ORCHESTRATE_JOB", None)
+                driver.resume(label, argv, env, log_path, start_directory=session.workdir)
             else:
                 driver.ensure_session(label, start_directory=session.workdir)
         return self.sessions.resume(label)
 
     # -- watching -------------------------------------------------------------------
+
+    def tmux_running(self) -> bool:
+        """Whether this orchestrator's tmux server runs."""
+        return self.driver.server_running()
+
+    def reconcile_output(self) -> int:
+        """A quick look at running agents' status sequences (see Reconciler.run_output)."""
+        return self.reconciler.run_output()
 
     def reconcile(self) -> ReconcileReport:
         """One liveness pass over running jobs and recorded sessions (see Reconciler)."""
@@ -449,7 +550,7 @@ class Orchestrator:
             role = ("completes", "asks permission", "fails")[(number - 1) % 3]
             if number > 3:
                 role = "completes"
-            argv = agent_kinds.start_command("demo")
+            argv = list(DEMO_START)
             argv[-1:-1] = [
                 "--steps",
                 str(steps or rng.randint(4, 6)),

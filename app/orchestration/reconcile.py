@@ -1,10 +1,11 @@
-"""One liveness pass: sample agent panes, beat for them, fail dead ones, flag idle ones.
+"""One supervision pass: observe every running job's agent, end the jobs that are done,
+flag the quiet ones, beat for them, and reconcile sessions with tmux.
 
-Liveness does not trust self-reports: a pane is judged from the outside (alive?
-output moved? a y/n prompt on screen?), and the heartbeat is written on the
-agent's behalf. The pane log's mtime is the output clock that survives between
-processes (tmux pipe-pane appends every byte the agent prints), so a one-shot
-`orchestrate reconcile` judges idleness as well as the TUI's long-lived watcher.
+Liveness does not trust self-reports: a pane is judged from the outside (see
+observer.py), and the heartbeat is written on the agent's behalf. The pane log's
+size and mtime are the output clock that survives between processes (tmux
+pipe-pane appends every byte the agent prints), so a one-shot `orchestrate
+reconcile` judges as well as the TUI's long-lived watcher.
 """
 
 from __future__ import annotations
@@ -12,65 +13,75 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from app.orchestration.observer import AgentObserver, Verdict
+from app.settings import Settings
 from app.tmux.driver import TmuxDriver
-from app.tmux.liveness import LivenessSampler, PaneLiveness, PaneState
-from app.tmux.models import PaneStatus
+from app.tmux.errors import PaneNotFound
 from bus import heartbeats
 from bus.messages import Outgoing
+from registry.errors import IllegalTransition, RegistryError
+from registry.jobs import Registry
 from registry.records import Job
 from registry.wording import counted
-
-if TYPE_CHECKING:
-    from app.orchestration.orchestrator import Orchestrator
 
 log = logging.getLogger(__name__)
 
 WATCHER_AGENT = "orchestrate"
-# Unchanged output for this long (or the job's idle timeout, if shorter) is "idle".
-IDLE_AFTER_SEC = 30.0
+SCREEN_LINES = 40
 
 
-def pane_gone_reason(status: PaneStatus | None) -> str:
-    """Why a job's agent pane is no longer running, as recorded on the job."""
-    if status is None or not status.exists:
-        return "agent pane is gone (killed, or its tmux session was closed)"
-    if status.dead_status is not None:
-        return f"agent pane exited with status {status.dead_status}"
-    if status.dead_signal is not None:
-        return f"agent pane was killed by signal {status.dead_signal}"
-    return "agent pane exited"
+class Supervised(Protocol):
+    """What a pass needs of the orchestrator (a Protocol: no import of it, no circle)."""
 
+    settings: Settings
+    registry: Registry
 
-START_GRACE_SEC = 10.0  # a running job's pane may take this long to appear and be tagged
+    def pane_log(self, job_id: str) -> Path: ...
+
+    def panes_by_job(self) -> dict[str, str]: ...
+
+    def reconcile_sessions(self) -> list[str]: ...
 
 
 @dataclass
 class ReconcileReport:
     """What one pass saw and did; `summary()` is the line `orchestrate reconcile` prints."""
 
-    sampled: dict[str, str] = field(default_factory=dict)  # job id -> working/idle/blocked/dead
+    sampled: dict[str, str] = field(default_factory=dict)  # job id -> activity
     errored: dict[str, str] = field(default_factory=dict)  # job id -> reason
+    completed: dict[str, str] = field(default_factory=dict)  # job id -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # job id -> reason (new flags only)
+    changed: dict[str, str] = field(default_factory=dict)  # job id -> new activity
     terminated_sessions: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # jobs whose lease ran out -> pending
 
     @property
     def acted(self) -> bool:
         """True when the pass changed something (not just sampled)."""
-        return bool(self.errored or self.flagged or self.terminated_sessions or self.expired)
+        return bool(
+            self.errored
+            or self.completed
+            or self.flagged
+            or self.changed
+            or self.terminated_sessions
+            or self.expired
+        )
 
     def summary(self) -> str:
-        """One line: panes by state, then every change made."""
+        """One line: panes by activity, then every change made."""
         counts: dict[str, int] = {}
         for state in self.sampled.values():
             counts[state] = counts.get(state, 0) + 1
         by_state = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
         parts = [counted(len(self.sampled), "agent pane") + (f" ({by_state})" if by_state else "")]
+        parts += [f"job {job} → {activity}" for job, activity in self.changed.items()]
+        parts += [f"job {job} → completed: {why}" for job, why in self.completed.items()]
         parts += [f"job {job} → error: {why}" for job, why in self.errored.items()]
         parts += [f"job {job} flagged: {why}" for job, why in self.flagged.items()]
         parts += [f"session {label} → terminated" for label in self.terminated_sessions]
@@ -79,76 +90,134 @@ class ReconcileReport:
 
 
 class Reconciler:
-    """Holds the pane sampler between passes; `run()` is one pass (thread-safe)."""
+    """Holds the observer between passes; `run()` is one pass (thread-safe)."""
 
-    def __init__(self, orchestrator: Orchestrator, driver: TmuxDriver) -> None:
+    def __init__(
+        self,
+        orchestrator: Supervised,
+        driver: TmuxDriver,
+        *,
+        idle_grace_sec: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.orchestrator = orchestrator
-        self.sampler = LivenessSampler(driver, idle_after=IDLE_AFTER_SEC)
+        self.driver = driver
+        self.clock = clock
+        self.observer = AgentObserver(
+            self._screen,
+            state_dir=orchestrator.settings.state_dir,
+            idle_grace_sec=idle_grace_sec,
+        )
         self._lock = threading.Lock()
-        self._seen_panes: set[str] = set()
-        self._jobs_with_pane: set[str] = set()  # jobs whose pane this reconciler has seen
 
-    def run(self) -> ReconcileReport:
-        """Expire leases, judge every running job's pane, reconcile sessions with tmux."""
+    def run(self, only: str | None = None) -> ReconcileReport:
+        """Expire leases, judge every running job's agent (or just ``only``), reconcile
+        sessions with tmux."""
         with self._lock:
             orch = self.orchestrator
-            report = ReconcileReport(expired=orch.registry.expire_leases())
+            report = ReconcileReport(expired=orch.registry.expire_leases() if not only else [])
             ours = [
                 job
                 for job in orch.registry.list(status="running")
-                if orch.pane_log(job.job_id).exists()  # started in a pane by orchestrate
+                if (only is None or job.job_id == only)
+                and orch.pane_log(job.job_id).exists()  # started in a pane by orchestrate
             ]
             panes = orch.panes_by_job() if ours else {}
-            self._jobs_with_pane.update(j.job_id for j in ours if j.job_id in panes)
-            samples = self.sampler.sample(panes[j.job_id] for j in ours if j.job_id in panes)
+            statuses = self.driver.pane_statuses(panes.values()) if panes else {}
+            now = self.clock()
             for job in ours:
                 pane_id = panes.get(job.job_id)
-                self._judge(job, samples.get(pane_id) if pane_id else None, report)
-            self._seen_panes = set(samples)
-            report.terminated_sessions = orch.reconcile_sessions()
+                status = statuses.get(pane_id) if pane_id else None
+                verdict = self.observer.look(
+                    job,
+                    status,
+                    orch.pane_log(job.job_id),
+                    now,
+                    started_at=_epoch(job.claimed_at),
+                    worked=lambda job=job: orch.registry.has_worked(job.job_id),  # type: ignore[misc]
+                )
+                self._apply(job, verdict, report)
+            if only is None:
+                self.observer.forget_all_but({job.job_id for job in ours})
+                report.terminated_sessions = orch.reconcile_sessions()
             return report
 
-    def _judge(self, job: Job, sample: PaneLiveness | None, report: ReconcileReport) -> None:
-        orch = self.orchestrator
-        now = time.time()
-        starting = now - _epoch(job.claimed_at) < START_GRACE_SEC
-        if sample is None and starting and job.job_id not in self._jobs_with_pane:
-            # Never seen, just claimed: its pane may be starting right now, in this
-            # process or another (`orchestrate submit` beside a running TUI).
-            report.sampled[job.job_id] = "starting"
+    def run_output(self) -> int:
+        """A quick pass between full ones: new status sequences in running jobs' output
+        (Codex's OSC 7501), recorded at once. Returns how many changes it recorded."""
+        with self._lock:
+            orch = self.orchestrator
+            recorded = 0
+            now = self.clock()
+            for job in orch.registry.list(status="running"):
+                seen = self.observer.look_at_output(job, orch.pane_log(job.job_id), now)
+                if seen is None:
+                    continue
+                try:
+                    if orch.registry.observe(job.job_id, seen) is not None:
+                        recorded += 1
+                except RegistryError as exc:
+                    log.info("job %s: activity not recorded: %s", job.job_id, exc)
+            return recorded
+
+    def _apply(self, job: Job, verdict: Verdict, report: ReconcileReport) -> None:
+        """Record what the look found; end the job if it is over; flag it if quiet."""
+        registry = self.orchestrator.registry
+        activity = job.activity or "starting"
+        for observation in verdict.observations:
+            try:
+                if registry.observe(job.job_id, observation) is not None:
+                    activity = observation.activity
+                    report.changed[job.job_id] = activity
+            except RegistryError as exc:  # it ended meanwhile, or the database is busy
+                log.info("job %s: activity not recorded: %s", job.job_id, exc)
+        report.sampled[job.job_id] = activity
+        self._beat(job, verdict.heartbeat)
+        if verdict.finish is not None:
+            status, reason = verdict.finish
+            if self._finish(job.job_id, status, reason):
+                target = report.completed if status == "completed" else report.errored
+                target[job.job_id] = reason
             return
-        if sample is None or sample.state is PaneState.DEAD:
-            status = orch.driver.pane_status(sample.pane_id) if sample else None
-            reason = orch.fail_if_running(job.job_id, pane_gone_reason(status))
-            if reason is not None:
-                report.errored[job.job_id] = reason
-            self._beat(job, PaneState.DEAD)
-            report.sampled[job.job_id] = PaneState.DEAD.value
-            return
-        output_at = _mtime(orch.pane_log(job.job_id))
-        if sample.pane_id in self._seen_panes:  # a first sample always counts as a change
-            output_at = max(output_at, sample.last_change_at)
-        state = sample.state
-        if state is not PaneState.BLOCKED:
-            idle_after = min(IDLE_AFTER_SEC, float(job.idle_timeout_sec))
-            state = PaneState.WORKING if now - output_at < idle_after else PaneState.IDLE
-        self._beat(job, state)
-        report.sampled[job.job_id] = state.value
+        self._flag_if_quiet(job, activity, report)
+
+    def _finish(self, job_id: str, status: str, reason: str) -> bool:
+        """Move a still-running job to ``status``; False if it already moved on."""
+        registry = self.orchestrator.registry
+        try:
+            if registry.get(job_id).status != "running":
+                return False
+            registry.set_status(job_id, status, reason)
+        except IllegalTransition:  # it ended (or was cancelled) in between
+            return False
+        log.info("job %s → %s: %s", job_id, status, reason)
+        return True
+
+    def _flag_if_quiet(self, job: Job, activity: str, report: ReconcileReport) -> None:
+        """One `job.flag` per quiet spell longer than the job's idle timeout."""
+        now = self.clock()
+        output_at = _mtime(self.orchestrator.pane_log(job.job_id))
         quiet_since = max(output_at, _epoch(job.last_event_at), _epoch(job.claimed_at))
         quiet_for = now - quiet_since
-        if quiet_for > job.idle_timeout_sec:
-            doing = "waiting for permission" if state is PaneState.BLOCKED else "no pane output"
-            reason = (
-                f"{doing} and no events for {quiet_for:.0f} s "
-                f"(idle timeout {job.idle_timeout_sec} s)"
-            )
-            if self._flag(job, reason, int(quiet_since * 1000)):
-                report.flagged[job.job_id] = reason
+        if quiet_for <= job.idle_timeout_sec or activity == "idle":
+            return
+        doing = "waiting for permission" if activity == "waiting" else "no pane output"
+        reason = (
+            f"{doing} and no events for {quiet_for:.0f} s (idle timeout {job.idle_timeout_sec} s)"
+        )
+        if self._flag(job, reason, int(quiet_since * 1000)):
+            report.flagged[job.job_id] = reason
 
-    def _beat(self, job: Job, state: PaneState) -> None:
-        """The heartbeat the agent would write, written for it from what its pane shows."""
+    def _screen(self, pane_id: str) -> list[str]:
+        try:
+            return self.driver.capture(pane_id, SCREEN_LINES)
+        except PaneNotFound:
+            return []
+
+    def _beat(self, job: Job, state: str) -> None:
+        """The heartbeat the agent would write, written for it from what was observed."""
         conn = self.orchestrator.registry.db.conn
-        heartbeats.write(conn, job.job_id, state.value, current_task=job.job_id)
+        heartbeats.write(conn, job.job_id, state, current_task=job.job_id)
 
     def _flag(self, job: Job, reason: str, quiet_since_ms: int) -> bool:
         """Publish one `job.flag` per quiet spell (its id is fixed, so repeats are dropped)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -20,7 +21,6 @@ from app.tmux.errors import (
     TmuxCommandFailed,
     TmuxError,
 )
-from app.tmux.launch import write_launch
 from app.tmux.models import ControlRoom, PaneStatus, SessionInfo, StopResult
 from app.tmux.names import label_for, session_name_for
 from app.tmux.panes import EXIT_FILE_OPTION, JOB_OPTION, OWNER_OPTION, PaneControl
@@ -167,16 +167,20 @@ class TmuxDriver(PaneControl):
         header_text: str = "",
         *,
         start_directory: str | Path | None = None,
+        deliver: str | None = None,
+        agent: str = "generic",
+        paste_text: str | Path | None = None,
     ) -> str:
         """Start an agent in a new window of `label`'s session; returns its pane id.
 
-        The prompt never reaches a shell command line: the pane runs
-        `COMMAND < prompt_file` (or passes the path as an argument where
-        `command_argv` contains "{prompt_file}"); only shlex-quoted paths and
-        argv words are written into the launch script. The pane is piped to
-        `log_path` before the agent starts, so no output is lost and the log
-        outlives the pane; `remain-on-exit` keeps a crashed agent inspectable.
-        `env` must hold ORCHESTRATE_HOME; ORCHESTRATE_JOB is set to `job_id`.
+        The pane runs orchestrate's launcher (app/agents/launcher.py), never a
+        shell with the prompt in it: the prompt goes as one argv word where
+        `command_argv` holds "{prompt}", as the file's path where it holds
+        "{prompt_file}"; `deliver="paste"` pastes it once the agent is ready.
+        The pane is piped to `log_path` before the agent starts, so no output is
+        lost and the log outlives the pane; `remain-on-exit` keeps a crashed
+        agent inspectable. `env` (laid over the pane's own, secrets removed)
+        must hold ORCHESTRATE_HOME; ORCHESTRATE_JOB is set to `job_id`.
         """
         if not _JOB_ID.fullmatch(job_id):
             raise TmuxCommandFailed(f"job id {job_id!r} must be letters, digits, - or _")
@@ -195,6 +199,9 @@ class TmuxDriver(PaneControl):
             prompt=Path(prompt_file).resolve(),
             job_id=job_id,
             start_directory=start_directory,
+            deliver=deliver,
+            agent=agent,
+            paste_text=Path(paste_text).resolve() if paste_text else None,
         )
 
     def resume(
@@ -238,15 +245,35 @@ class TmuxDriver(PaneControl):
         prompt: Path | None,
         job_id: str | None,
         start_directory: str | Path | None,
+        deliver: str | None = None,
+        agent: str = "generic",
+        paste_text: Path | None = None,
     ) -> str:
-        """Open a window whose launch script waits until pipe-pane is set, then runs argv."""
+        """Open a window whose launcher waits until pipe-pane is set, then runs argv."""
+        from app.agents.launcher import LaunchSpec, delivery_of, window_command
+
         if not command_argv:
             raise TmuxCommandFailed("agent command is empty")
         log = log_path.resolve()
         log.parent.mkdir(parents=True, exist_ok=True)
         log.touch(mode=0o600, exist_ok=True)  # prompts and output may be private
         stem = "launch" if job_id else "resume"
-        launch = write_launch(stem, command_argv, prompt, log.parent, header_text)
+        exit_file = log.parent / f"{stem}.exit_status"
+        exit_file.unlink(missing_ok=True)
+        spec = LaunchSpec(
+            job_id=job_id or "",
+            agent=agent,
+            state_dir=env.get("ORCHESTRATE_HOME", ""),
+            argv=list(command_argv),
+            env=env,
+            prompt_file=str(prompt) if prompt else "",
+            deliver=deliver or delivery_of(command_argv),
+            header=header_text,
+            channel=f"orchestrate-{uuid.uuid4().hex}",
+            exit_file=str(exit_file),
+            paste_text_file=str(paste_text) if paste_text else "",
+        )
+        spec_path = spec.write(log.parent / f"{stem}.json")
         self.ensure_session(label)
         session = self._session(label)
         if session is None:
@@ -256,8 +283,7 @@ class TmuxDriver(PaneControl):
                 window_name=window_name,
                 attach=False,
                 start_directory=str(start_directory) if start_directory else None,
-                window_shell=f"sh {shlex.quote(str(launch.script))}",
-                environment=env,
+                window_shell=window_command(spec_path),
             )
         except libtmux_exc.LibTmuxException as error:
             raise TmuxCommandFailed(f"cannot open agent window: {error}") from error
@@ -267,12 +293,11 @@ class TmuxDriver(PaneControl):
         window.set_option("remain-on-exit", "on")
         if job_id:
             self._check(pane.cmd("set-option", "-p", JOB_OPTION, job_id), "set-option")
-        exit_file = str(launch.exit_file)
-        self._check(pane.cmd("set-option", "-p", EXIT_FILE_OPTION, exit_file), "set-option")
+        self._check(pane.cmd("set-option", "-p", EXIT_FILE_OPTION, str(exit_file)), "set-option")
         self._check(pane.cmd("pipe-pane", "-o", f"cat >> {shlex.quote(str(log))}"), "pipe-pane")
-        # The launch script waits on this channel: the command starts only now,
+        # The launcher waits on this channel: the command starts only now,
         # after pipe-pane and remain-on-exit are in place.
-        self._check(self.server.cmd("wait-for", "-S", launch.channel), "wait-for")
+        self._check(self.server.cmd("wait-for", "-S", spec.channel), "wait-for")
         return str(pane.pane_id)
 
     # -- stopping -------------------------------------------------------------

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import tempfile
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from libtmux.pane import Pane
@@ -25,7 +27,6 @@ from app.tmux.errors import (
     TmuxNotInstalled,
     TmuxServerUnreachable,
 )
-from app.tmux.launch import read_exit_file
 from app.tmux.models import PaneStatus
 from app.tmux.names import default_socket_name
 
@@ -41,6 +42,15 @@ ANSWERS = ("y", "n", "yes", "no")
 # stderr of a tmux client when no server listens (yet, or any more)
 _NOT_RUNNING = ("no server running", "No such file or directory", "server exited unexpectedly")
 _PANE_ID = re.compile(r"%[0-9]+")
+
+
+def read_exit_file(path: Path) -> int | None:
+    """The status the pane's launcher recorded, or None if it has not (yet) written one."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 class PaneControl:
@@ -163,6 +173,29 @@ class PaneControl:
             self._check(pane.cmd("send-keys", "-l", text), "send-keys")
         if enter:
             self._check(pane.cmd("send-keys", "Enter"), "send-keys")
+
+    def send_key_names(self, pane_id: str, keys: Sequence[str]) -> None:
+        """Send tmux key names (``1``, ``Escape``, ``C-c``, ``Enter``) to exactly `pane_id`,
+        in one tmux command so nothing can come between them. Never agent text: a
+        name tmux does not know is typed as its characters."""
+        pane = self._live_pane(pane_id)
+        if keys:
+            self._check(pane.cmd("send-keys", *keys), "send-keys")
+
+    def paste_text(self, pane_id: str, text: str, *, enter_after: float = 0.4) -> None:
+        """Put `text` in the pane as a bracketed paste (tmux's paste buffer, never
+        send-keys of raw text), wait, then press Enter: Codex and Gemini take an Enter
+        that arrives in the same burst as the paste as a newline."""
+        pane = self._live_pane(pane_id)
+        buffer = f"orchestrate-{uuid.uuid4().hex[:12]}"
+        # From a private file, not argv: the text may be long, and argv is public.
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt") as handle:
+            handle.write(text.rstrip("\n"))  # the Enter below submits it, once
+            handle.flush()
+            self._check(self.server.cmd("load-buffer", "-b", buffer, handle.name), "load-buffer")
+        self._check(pane.cmd("paste-buffer", "-p", "-d", "-b", buffer), "paste-buffer")
+        time.sleep(enter_after)
+        self._check(pane.cmd("send-keys", "Enter"), "send-keys")
 
     def send_answer(
         self, pane_id: str, answer: str, timeout: float = 3.0, poll_interval: float = 0.05

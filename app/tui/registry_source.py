@@ -41,6 +41,7 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
+from registry.activity import observation_of
 from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
@@ -90,8 +91,18 @@ def job_row(job: Job, status_reason: str | None = None) -> JobRow:
         last_event=last_event,
         progress_detail=detail,
         missing_events=job.missing_count,
-        waiting_permission=job.status == "running" and job.last_event == "permission_required",
+        waiting_permission=job.waiting,
+        activity=job.activity if job.status == "running" else None,
+        question=_question(job),
     )
+
+
+def _question(job: Job) -> str:
+    """What a waiting job waits on, in a few words (empty for any other job)."""
+    if not job.waiting:
+        return ""
+    seen = observation_of(job.activity, job.activity_source, job.activity_data)
+    return seen.summary() if seen is not None else job.last_detail or ""
 
 
 def event_row(message: Message) -> EventRow | None:
@@ -424,7 +435,7 @@ class RegistrySource:
 
     # -- actions ----------------------------------------------------------------
     def cancel(self, job_id: str) -> None:
-        self.orchestrator.cancel(job_id)
+        self.orchestrator.cancel(job_id, by="the control room")
 
     def resume(self, job_id: str) -> None:
         self.orchestrator.resume_job(job_id)
@@ -434,9 +445,9 @@ class RegistrySource:
 
     def answer(self, job_id: str, yes: bool) -> None:
         job = self.registry.get(job_id)
-        if job.last_event != "permission_required" or job.status != "running":
+        if not job.waiting:
             raise RegistryError(f"job {job_id} is not waiting for an answer")
-        self.orchestrator.answer(job_id, yes)
+        self.orchestrator.answer(job_id, "yes" if yes else "no", by="control room")
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id

@@ -53,6 +53,10 @@ class JobRow:
     progress_detail: str = ""
     missing_events: int = 0
     waiting_permission: bool = False
+    activity: str | None = None
+    """What a running job's agent is doing (registry/activity.py), None otherwise."""
+    question: str = ""
+    """What it waits on: the question, or the tool and its command."""
 
 
 LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}

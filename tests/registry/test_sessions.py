@@ -74,7 +74,7 @@ def test_terminated_label_can_be_created_again(sessions: SessionStore) -> None:
     assert [c.to_state for c in sessions.history("a")] == ["running", "terminated", "running"]
 
 
-def test_a_registry_v1_database_migrates_to_v2_keeping_its_sessions(tmp_path: Path) -> None:
+def test_a_registry_v1_database_migrates_to_the_latest_keeping_its_sessions(tmp_path: Path) -> None:
     """Upgrading orchestrate adds the tmux_socket column without losing recorded sessions."""
     from bus.db import apply_migrations, connect
     from registry import store
@@ -87,7 +87,7 @@ def test_a_registry_v1_database_migrates_to_v2_keeping_its_sessions(tmp_path: Pa
     )
     conn.close()
     sessions = SessionStore(Bus(BusDB(tmp_path)))
-    assert store.registry_schema_version(sessions.db.conn) == store.REGISTRY_SCHEMA_VERSION == 2
+    assert store.registry_schema_version(sessions.db.conn) == store.REGISTRY_SCHEMA_VERSION == 3
     old = sessions.get("old")
     assert (old.state, old.tmux_socket) == ("running", None)
     made = sessions.create("new", "demo", tmux_session="new", tmux_socket="orch-a")

@@ -82,8 +82,11 @@ def test_agent_pane_gets_env_header_and_logs_output(
     driver: TmuxDriver, tmp_path: Path, wait_for: WaitFor
 ) -> None:
     """The pane sees absolute ORCHESTRATE_HOME and ORCHESTRATE_JOB; pane.log outlives the pane."""
-    script = 'echo "HOME=$ORCHESTRATE_HOME"; echo "JOB=$ORCHESTRATE_JOB"; echo "CWD=$(pwd)"; cat'
-    pane_id, log = start(driver, tmp_path, ["sh", "-c", script], prompt="the prompt\n")
+    script = (
+        'echo "HOME=$ORCHESTRATE_HOME"; echo "JOB=$ORCHESTRATE_JOB"; echo "CWD=$(pwd)"; cat "$0"'
+    )
+    argv = ["sh", "-c", script, "{prompt_file}"]
+    pane_id, log = start(driver, tmp_path, argv, prompt="the prompt\n")
     status = wait_dead(driver, pane_id, wait_for)
     assert status.dead_status == 0
     assert status.job_id == "0badc0de"
@@ -105,7 +108,8 @@ def test_shell_metacharacters_in_prompt_run_nothing(
         "; rm -rf victim && touch pwned5 | touch pwned6\n$HOME ${PATH}\n"
     )
     (tmp_path / "victim").mkdir()
-    pane_id, log = start(driver, tmp_path, ["cat"], prompt=prompt, header="$(touch pwned7)")
+    argv = ["printf", "%s\\n", "{prompt}"]  # the prompt as one argv word
+    pane_id, log = start(driver, tmp_path, argv, prompt=prompt, header="$(touch pwned7)")
     assert wait_dead(driver, pane_id, wait_for).dead_status == 0
     wait_for(lambda: "${PATH}" in log.read_text(), what="prompt echoed to pane.log")
     assert not list(tmp_path.glob("pwned*"))

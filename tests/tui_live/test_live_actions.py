@@ -189,7 +189,8 @@ async def test_filter_command_mode_and_help(
 async def test_reconcile_runs_live_and_catches_a_dead_pane(
     orch: Any, live_app: Callable[..., ControlRoomApp]
 ) -> None:
-    """The app reconciles in the background: a killed agent pane turns its job to error."""
+    """The app reconciles in the background: an agent killed in its pane (C-c, exit 130)
+    turns its job to error."""
     job = orch.submit("count to fifty", "demo", "delta", agent_cmd=SLOW)
     deadline = time.monotonic() + 20
     while orch.registry.get(job.job_id).last_event != "started":  # the pane is up
@@ -200,6 +201,6 @@ async def test_reconcile_runs_live_and_catches_a_dead_pane(
         await select_job(pilot, app, job.job_id)
         pane_id = orch.pane_for_job(job.job_id)
         assert pane_id is not None
-        orch.driver.kill_pane(pane_id)
+        orch.driver.send_key_names(pane_id, ["C-c"])
         await wait_until(pilot, lambda: status_of(app, job.job_id) == "error", "error")
         await wait_notice(pilot, app, f"job {job.job_id} → error")

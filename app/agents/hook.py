@@ -1,0 +1,136 @@
+"""`orchestrate hook AGENT`: what an agent's hook runs, on the agent's critical path.
+
+It reads the hook's JSON (stdin, or the last argument for Codex's `notify`),
+asks the agent's adapter what it means, and records a signed activity event for
+the pane's job (ORCHESTRATE_HOME, ORCHESTRATE_JOB). It must be fast and must
+never fail or block the agent: whatever goes wrong is written to the job's
+``hook-errors.log`` and the hook exits 0 with nothing on stdout (Claude adds a
+hook's stdout to the model's context). The one exception is a decision: under
+``--approvals control-room`` a permission hook waits, bounded, for the answer
+given in the control room and prints it in the agent's format.
+
+Started from `app.entry` before click is imported, to keep the cost low.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+APPROVALS_ENV = "ORCHESTRATE_APPROVALS"
+APPROVAL_WAIT_ENV = "ORCHESTRATE_APPROVAL_WAIT_SEC"
+DECISION_TYPE = "job.decision"
+BUSY_TIMEOUT_MS = 2000
+DECISION_POLL_SEC = 0.1
+MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
+def read_payload(argv: Sequence[str], stdin_text: str) -> dict[str, Any]:
+    """The hook's JSON object: stdin, else a JSON last argument (Codex `notify`)."""
+    for text in (stdin_text, argv[-1] if argv else ""):
+        text = text.strip()
+        if text.startswith("{"):
+            value = json.loads(text[:MAX_PAYLOAD_BYTES])
+            if isinstance(value, dict):
+                return value
+    return {}
+
+
+def event_name(payload: Mapping[str, Any]) -> str:
+    """The hook event: Claude and Gemini name it; Codex's notify says its type."""
+    for key in ("hook_event_name", "type"):
+        value = payload.get(key)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """Record what the payload says; the decision to print, if one was asked for."""
+    from app.agents import built_in
+    from registry.jobs import Registry
+
+    adapter = built_in(kind)
+    state_dir, job_id = env.get("ORCHESTRATE_HOME"), env.get("ORCHESTRATE_JOB")
+    if adapter is None or not state_dir or not job_id:
+        return None
+    event = event_name(payload)
+    reading = adapter.read_hook(event, payload)
+    if reading.observation is None and reading.agent_session_id is None:
+        return None
+    registry = Registry.open(state_dir, busy_timeout_ms=BUSY_TIMEOUT_MS)
+    try:
+        job = registry.get(job_id)
+        if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
+            registry.set_agent_session_id(job_id, reading.agent_session_id)
+        recorded = None
+        if reading.observation is not None:
+            recorded = registry.observe(job_id, reading.observation)
+        if not reading.wants_decision or env.get(APPROVALS_ENV) != "control-room":
+            return None
+        after = recorded.bus_seq if recorded is not None else 0
+        wait = float(env.get(APPROVAL_WAIT_ENV) or 120)
+        decision = wait_for_decision(registry, job_id, after, time.monotonic() + wait)
+        if decision is None:
+            return None  # undecided: the agent shows its own dialog
+        allow, reason = decision
+        return adapter.decision_output(event, allow, reason)
+    finally:
+        registry.db.close()
+
+
+def wait_for_decision(
+    registry: Any, job_id: str, after_seq: int, deadline: float
+) -> tuple[bool, str] | None:
+    """The control room's answer to this job's question, posted after ``after_seq``."""
+    while time.monotonic() < deadline:
+        row = registry.db.conn.execute(
+            "SELECT payload FROM messages WHERE type = ? AND correlation_id = ? AND seq > ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (DECISION_TYPE, job_id, after_seq),
+        ).fetchone()
+        if row is not None:
+            try:
+                payload = json.loads(row[0])
+            except (TypeError, ValueError):
+                return None
+            return payload.get("answer") in ("yes", "always"), str(payload.get("reason", ""))
+        time.sleep(DECISION_POLL_SEC)
+    return None
+
+
+def log_failure(env: Mapping[str, str], kind: str) -> None:
+    """Keep what went wrong where a person can find it, never on the agent's screen."""
+    state_dir, job_id = env.get("ORCHESTRATE_HOME"), env.get("ORCHESTRATE_JOB")
+    if not state_dir or not job_id or not job_id.isalnum():
+        return
+    try:
+        path = Path(state_dir) / "logs" / job_id / "hook-errors.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"--- hook {kind} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+            handle.write(traceback.format_exc())
+    except OSError:
+        pass
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point: always exit 0; print only a decision."""
+    kind = argv[0] if argv else ""
+    env = os.environ
+    try:
+        stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        payload = read_payload(argv[1:], stdin_text)
+        output = handle(kind, payload, env)
+        if output:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    except Exception:
+        log_failure(env, kind)
+    return 0

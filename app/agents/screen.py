@@ -1,0 +1,120 @@
+"""Screen rules: named patterns over what an agent's pane shows, telling its activity.
+
+Rules are data (an adapter's defaults, or a user's own in the agents config),
+not code, so a changed agent UI or a new agent is a few lines of TOML. A rule
+is a regular expression searched over the last lines of the pane text; named
+groups ``question``, ``tool`` and ``command`` carry what the agent waits on,
+and ``details`` patterns fill in what the main pattern did not capture.
+The first rule that matches wins, so waiting rules come before working ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from registry.activity import ACTIVITIES, Observation
+
+SCREEN_ACTIVITIES = ("waiting", "working", "idle")
+DEFAULT_LINES = 20
+_FIELDS = ("question", "tool", "command")
+
+
+class RuleError(ValueError):
+    """A screen rule that cannot be used (unknown activity, a pattern that does not compile)."""
+
+
+@dataclass(frozen=True)
+class ScreenRule:
+    """One named pattern: when it matches the pane's last ``lines`` lines, the agent
+    has ``activity``."""
+
+    name: str
+    activity: str
+    pattern: str
+    lines: int = DEFAULT_LINES
+    details: tuple[str, ...] = ()
+    compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    compiled_details: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Compile once; a bad rule is refused where it is defined, not at match time."""
+        if self.activity not in SCREEN_ACTIVITIES or self.activity not in ACTIVITIES:
+            raise RuleError(
+                f"screen rule {self.name!r}: activity must be one of "
+                f"{', '.join(SCREEN_ACTIVITIES)}, not {self.activity!r}"
+            )
+        if not 1 <= self.lines <= 500:
+            raise RuleError(f"screen rule {self.name!r}: lines must be 1-500")
+        try:
+            object.__setattr__(self, "compiled", re.compile(self.pattern, re.MULTILINE))
+            object.__setattr__(
+                self,
+                "compiled_details",
+                tuple(re.compile(text, re.MULTILINE) for text in self.details),
+            )
+        except re.error as exc:
+            raise RuleError(f"screen rule {self.name!r}: bad pattern: {exc}") from None
+
+    def match(self, agent: str, text: str) -> Observation | None:
+        """The observation this rule makes of ``text`` (the pane's last lines), or None."""
+        found = self.compiled.search(text)
+        if found is None:
+            return None
+        values = _named(found)
+        for detail in self.compiled_details:
+            extra = detail.search(text)
+            if extra is not None:
+                values = {**_named(extra), **values}
+        return Observation(
+            self.activity,
+            f"screen:{self.name}",
+            question=values.get("question", ""),
+            tool=values.get("tool", ""),
+            command=values.get("command", ""),
+        )
+
+    @classmethod
+    def from_config(cls, agent: str, data: Mapping[str, Any]) -> ScreenRule:
+        """A rule from the agents config: ``{name, activity, pattern, lines?, details?}``."""
+        name = data.get("name")
+        pattern = data.get("pattern")
+        if not isinstance(name, str) or not name or not isinstance(pattern, str):
+            raise RuleError(f"agent {agent!r}: every rule needs a name and a pattern")
+        details = data.get("details", ())
+        if isinstance(details, str):
+            details = (details,)
+        if not all(isinstance(item, str) for item in details):
+            raise RuleError(f"screen rule {name!r}: details must be patterns (text)")
+        lines = data.get("lines", DEFAULT_LINES)
+        if type(lines) is not int:
+            raise RuleError(f"screen rule {name!r}: lines must be a whole number")
+        qualified = name if "." in name else f"{agent}.{name}"
+        return cls(qualified, str(data.get("activity", "")), pattern, lines, tuple(details))
+
+
+def _named(found: re.Match[str]) -> dict[str, str]:
+    return {
+        name: value.strip()
+        for name, value in found.groupdict().items()
+        if name in _FIELDS and value and value.strip()
+    }
+
+
+def visible_text(lines: Sequence[str], count: int) -> str:
+    """The last ``count`` lines that hold something, each right-stripped, joined."""
+    kept = [line.rstrip() for line in lines if line.strip()]
+    return "\n".join(kept[-count:])
+
+
+def match_screen(
+    agent: str, rules: Iterable[ScreenRule], lines: Sequence[str]
+) -> Observation | None:
+    """The observation of the first rule that matches the pane's lines, or None."""
+    for rule in rules:
+        seen = rule.match(agent, visible_text(lines, rule.lines))
+        if seen is not None:
+            return seen
+    return None

@@ -1,0 +1,131 @@
+"""`orchestrate doctor`: which agent CLIs are installed, their versions, and whether
+orchestrate's hooks work for them (run for real, on a throwaway registry)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from app.agents import BUILT_IN
+from app.agents.env import orchestrate_command
+
+TESTED_VERSIONS = {
+    "claude": "2.1.197",
+    "codex": "0.169.0",
+    "gemini": "0.61.0",
+    "aider": "0.86.2",
+}
+"""The versions orchestrate's adapters and screen rules were measured against."""
+# A hook event each hook-driven agent sends at the end of a turn, and what it means.
+HOOK_PROBES = {
+    "claude": ({"hook_event_name": "Stop", "session_id": "doctor"}, "idle"),
+    "gemini": ({"hook_event_name": "AfterAgent", "session_id": "doctor"}, "idle"),
+}
+SIGNALS = {
+    "claude": "hooks (per-job --settings), screen rules",
+    "codex": "OSC 7501 status in its output, screen rules",
+    "gemini": "hooks (per-job system settings), screen rules",
+    "aider": "screen rules",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    agent: str
+    path: str | None
+    version: str
+    hooks: str
+    ok: bool
+
+
+INSTALL_HINTS = {
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "gemini": "npm install -g @google/gemini-cli",
+    "aider": "pipx install aider-chat (Python < 3.13)",
+}
+
+
+def version_of(argv: list[str]) -> str:
+    """The first line a version command prints (or why there is none)."""
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"? ({exc.__class__.__name__})"
+    lines = (result.stdout or result.stderr).strip().splitlines()
+    return lines[0].strip()[:60] if lines else "?"
+
+
+def probe_hook(kind: str) -> tuple[bool, str]:
+    """Run `orchestrate hook KIND` as the agent would, on a throwaway registry."""
+    from registry.jobs import Registry
+
+    payload, expected = HOOK_PROBES[kind]
+    with tempfile.TemporaryDirectory(prefix="orchestrate-doctor-") as directory:
+        state = Path(directory) / "state"
+        registry = Registry.open(state)
+        job = registry.register("doctor's probe", kind, "doctor")
+        registry.set_status(job.job_id, "running", "doctor's probe")
+        env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
+        started = time.perf_counter()
+        result = subprocess.run(
+            [*orchestrate_command(), "hook", kind],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+        took_ms = (time.perf_counter() - started) * 1000
+        seen = registry.get(job.job_id).activity
+        registry.db.close()
+    if result.returncode != 0 or seen != expected:
+        return False, f"FAILED (exit {result.returncode}, activity {seen})"
+    return True, f"ok ({took_ms:.0f} ms a call)"
+
+
+def checks() -> list[Check]:
+    found = []
+    for adapter_cls in BUILT_IN:
+        kind = adapter_cls.kind
+        if kind == "demo":
+            continue
+        path = shutil.which(adapter_cls.executable)
+        version = version_of([path, "--version"]) if path else "not installed"
+        ok, hooks = probe_hook(kind) if kind in HOOK_PROBES else (True, "not used")
+        found.append(Check(kind, path, version, hooks, ok))
+    return found
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
+def doctor(as_json: bool) -> None:
+    """Say which agent CLIs are installed, their versions, and whether hooks work."""
+    results = checks()
+    if as_json:
+        for check in results:
+            click.echo(json.dumps({**check.__dict__, "tested": TESTED_VERSIONS[check.agent]}))
+    else:
+        tmux = shutil.which("tmux")
+        tmux_version = version_of([tmux, "-V"]) if tmux else "NOT INSTALLED: apt-get install tmux"
+        click.echo(f"tmux     {tmux_version}")
+        for check in results:
+            click.echo(f"{check.agent:8} {check.version} (tested {TESTED_VERSIONS[check.agent]})")
+            if check.path is None:
+                click.echo(f"         install: {INSTALL_HINTS[check.agent]}")
+            else:
+                click.echo(f"         {check.path}")
+            click.echo(
+                f"         state from {SIGNALS[check.agent]}; orchestrate hook: {check.hooks}"
+            )
+    if not all(check.ok for check in results):
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,35 @@
+"""`orchestrate supervise`: observe running agents in the background (see supervisor.py)."""
+
+from __future__ import annotations
+
+import click
+
+from app.orchestration import Orchestrator
+from app.orchestration.supervisor import IDLE_EXIT_SEC, PASS_INTERVAL_SEC
+from app.orchestration.supervisor import supervise as run
+from app.settings import Settings
+
+
+@click.command()
+@click.option(
+    "--interval", default=PASS_INTERVAL_SEC, show_default=True, type=click.FloatRange(0.1, 60)
+)
+@click.option(
+    "--idle-exit",
+    default=IDLE_EXIT_SEC,
+    show_default=True,
+    type=click.FloatRange(0, 86_400),
+    metavar="SECONDS",
+    help="Exit once no job has run for this long.",
+)
+@click.pass_obj
+def supervise(settings: Settings, interval: float, idle_exit: float) -> None:
+    """Keep observing running agents (activity, done, interrupted) until none runs.
+    Started by itself when an agent starts; one per state dir."""
+    code = run(
+        Orchestrator(settings),
+        interval=interval,
+        idle_exit_sec=idle_exit,
+        report=lambda line: click.echo(line, err=True),
+    )
+    raise click.exceptions.Exit(code)

@@ -1,0 +1,310 @@
+"""Judging a running agent from outside its pane: process, status sequence, screen.
+
+Hooks report from inside the agent and are recorded by `orchestrate hook` as they
+fire. Everything else is read here, once per supervision pass, from what tmux
+and the pane log show, best source first:
+
+* the process: a dead pane ends the job (exit 0 completes it, anything else is
+  an error with the status); a vanished pane (tmux killed, a reboot) leaves the
+  job interrupted, to be resumed;
+* the agent's own status sequence (Codex's ``OSC 7501``) in the log's new bytes;
+* the adapter's screen rules over the pane's text. For an agent that reports
+  by hooks or a status sequence they are a slower cross-check: a screen that
+  disagrees must hold for ``SCREEN_CONFIRM_SEC`` before it wins (it catches what
+  hooks never say, such as a trust dialog or a rejected tool). For an agent
+  with no other signal, a screen that has settled decides at once;
+* output itself: a working agent whose screen has not moved for the job's idle
+  timeout is stalled (model servers are retried silently, some for ever).
+
+An observation that repeats the job's activity is dropped by the registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.agents import adapter_for
+from app.agents.base import AgentAdapter
+from app.agents.osc import StatusScanner
+from app.agents.screen import match_screen
+from app.tmux.models import PaneStatus
+from registry.activity import Observation, observation_of
+from registry.records import Job
+
+SCREEN_CONFIRM_SEC = 2.0
+RECAPTURE_SEC = 5.0
+"""A quiet pane is read again this often, to catch what changed without output."""
+FOOTER_LINES = 6
+"""Bottom lines left out when judging progress: spinners and timers live there."""
+QUIET_IDLE_SEC = 30.0
+"""A rule-less agent whose output stopped this long is idle."""
+MAX_LOG_READ = 1024 * 1024
+START_GRACE_SEC = 10.0
+
+ScreenReader = Callable[[str], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one look at a job found: activity sightings, maybe its end, its heartbeat."""
+
+    observations: tuple[Observation, ...] = ()
+    finish: tuple[str, str] | None = None
+    """(status, reason) when the job is over: completed or error."""
+    heartbeat: str = "working"
+
+
+@dataclass
+class Watch:
+    """What the observer remembers of one job between passes."""
+
+    adapter: AgentAdapter
+    scanner: StatusScanner = field(default_factory=StatusScanner)
+    log_offset: int | None = None
+    log_size: int = -1
+    output_at: float = 0.0
+    screen_at: float = 0.0
+    body_hash: str = ""
+    body_changed_at: float = 0.0
+    candidate: Observation | None = None
+    candidate_since: float = 0.0
+    seen_pane: bool = False
+
+
+def pane_end_reason(status: PaneStatus | None) -> str:
+    """Why a job's agent pane is no longer running, as recorded on the job."""
+    if status is None or not status.exists:
+        return "agent pane is gone (killed, or its tmux session was closed)"
+    if status.dead_status is not None:
+        return f"agent pane exited with status {status.dead_status}"
+    if status.dead_signal is not None:
+        return f"agent pane was killed by signal {status.dead_signal}"
+    return "agent pane exited"
+
+
+class AgentObserver:
+    """Looks at running jobs' panes; one per supervisor (it keeps per-job memory)."""
+
+    def __init__(
+        self,
+        read_screen: ScreenReader,
+        *,
+        state_dir: Path | None = None,
+        idle_grace_sec: float = 30.0,
+    ) -> None:
+        self.read_screen = read_screen
+        self.state_dir = state_dir
+        self.idle_grace_sec = idle_grace_sec
+        self.watches: dict[str, Watch] = {}
+
+    def forget_all_but(self, job_ids: set[str]) -> None:
+        """Drop the memory of jobs no longer running."""
+        for job_id in set(self.watches) - job_ids:
+            del self.watches[job_id]
+
+    def look(
+        self,
+        job: Job,
+        pane: PaneStatus | None,
+        log_path: Path,
+        now: float,
+        *,
+        started_at: float,
+        worked: Callable[[], bool],
+    ) -> Verdict:
+        """One judgement of ``job`` from its pane's status, log and screen."""
+        watch = self.watches.get(job.job_id)
+        if watch is None:
+            watch = Watch(adapter_for(job.agent, self.state_dir))
+            self.watches[job.job_id] = watch
+        if pane is None or not pane.exists:
+            started = watch.seen_pane or _has_output(log_path)  # its header was printed
+            if not started and now - started_at < START_GRACE_SEC:
+                return Verdict(heartbeat="working")  # its pane may be starting right now
+            gone = Observation("interrupted", "process:pane gone", question=pane_end_reason(pane))
+            return Verdict((gone,), heartbeat="dead")
+        watch.seen_pane = True
+        if pane.dead:
+            status = pane.dead_status
+            exited = Observation("exited", "process", exit_status=status)
+            ended = ("completed", "agent exited with status 0") if status == 0 else None
+            return Verdict((exited,), ended or ("error", pane_end_reason(pane)), heartbeat="dead")
+        found: list[Observation] = []
+        current = observation_of(job.activity, job.activity_source, job.activity_data)
+        grew = self._read_output(watch, log_path, now, found)
+        if found:
+            current = found[-1]
+        seen = self._read_screen(watch, pane.pane_id, now, grew)
+        if seen is not None:
+            accepted = self._judge_screen(watch, seen, current, job, now, grew)
+            if accepted is not None:
+                found.append(accepted)
+                current = accepted
+        elif not watch.adapter.screen_rules or not (
+            watch.adapter.has_hooks or watch.adapter.reads_osc_status
+        ):
+            by_output = self._by_output(watch, current, now, grew)
+            if by_output is not None:
+                found.append(by_output)
+                current = by_output
+        stalled = self._stall(watch, current, job, now)
+        if stalled is not None:
+            found.append(stalled)
+            current = stalled
+        activity = current.activity if current is not None else "starting"
+        finish: tuple[str, str] | None = None
+        done_when = job.done_when or watch.adapter.done_when
+        if done_when == "idle" and activity == "idle" and not found:
+            idle_for = now - (job.activity_at_ms or 0) / 1000
+            if idle_for >= self.idle_grace_sec and worked():
+                finish = (
+                    "completed",
+                    f"agent finished its turn and stayed idle for {idle_for:.0f} s",
+                )
+        return Verdict(tuple(found), finish, heartbeat=_heartbeat(activity))
+
+    def look_at_output(self, job: Job, log_path: Path, now: float) -> Observation | None:
+        """Only the agent's status sequence in its new output: cheap enough to do ten
+        times a second between full looks (a stat, and a read when it grew)."""
+        watch = self.watches.get(job.job_id)
+        if watch is None or not watch.adapter.reads_osc_status:
+            return None
+        found: list[Observation] = []
+        self._read_output(watch, log_path, now, found)
+        return found[-1] if found else None
+
+    # -- sources ------------------------------------------------------------
+
+    def _read_output(
+        self, watch: Watch, log_path: Path, now: float, found: list[Observation]
+    ) -> bool:
+        """Note new output; feed it to the status-sequence scanner. True if it grew."""
+        try:
+            size = log_path.stat().st_size
+        except OSError:
+            return False
+        grew = size != watch.log_size
+        if grew:
+            watch.output_at = now
+        watch.log_size = size
+        if not watch.adapter.reads_osc_status:
+            return grew
+        start = watch.log_offset if watch.log_offset is not None else 0
+        if size < start:  # the log was replaced
+            start = 0
+        start = max(start, size - MAX_LOG_READ)
+        if size > start:
+            with log_path.open("rb") as handle:
+                handle.seek(start)
+                chunk = handle.read(size - start)
+            seen = watch.scanner.feed(chunk)
+            if seen:
+                found.append(seen[-1])  # the newest state is the one that counts now
+        watch.log_offset = size
+        return grew
+
+    def _read_screen(
+        self, watch: Watch, pane_id: str, now: float, grew: bool
+    ) -> Observation | None:
+        """The screen rules' view, read only when something may have changed."""
+        due = grew or watch.candidate is not None or now - watch.screen_at >= RECAPTURE_SEC
+        if not due:
+            return None
+        lines = list(self.read_screen(pane_id))
+        watch.screen_at = now
+        body = "\n".join(lines[:-FOOTER_LINES] if len(lines) > FOOTER_LINES else lines)
+        digest = hashlib.sha256(body.encode("utf-8", "replace")).hexdigest()
+        if digest != watch.body_hash:
+            watch.body_hash, watch.body_changed_at = digest, now
+        return match_screen(watch.adapter.kind, watch.adapter.screen_rules, lines)
+
+    def _judge_screen(
+        self,
+        watch: Watch,
+        seen: Observation,
+        current: Observation | None,
+        job: Job,
+        now: float,
+        grew: bool,
+    ) -> Observation | None:
+        """The screen's observation if it should win now, else None (maybe later)."""
+        if current is not None and seen.same_as(current.activity, current.to_data()):
+            watch.candidate = None
+            return None
+        same = watch.candidate is not None and seen.same_as(
+            watch.candidate.activity, watch.candidate.to_data()
+        )
+        if not same:
+            watch.candidate, watch.candidate_since = seen, now
+        structured = watch.adapter.has_hooks or watch.adapter.reads_osc_status
+        held = now - watch.candidate_since
+        if structured:
+            changed_since = (job.activity_at_ms or 0) / 1000 > watch.candidate_since
+            if changed_since:
+                watch.candidate_since = now  # the structured source moved: start again
+                return None
+            accept = held >= SCREEN_CONFIRM_SEC
+        else:
+            accept = not grew or same  # a settled screen, or the same thing twice
+        if not accept:
+            return None
+        watch.candidate = None
+        return seen
+
+    def _by_output(
+        self, watch: Watch, current: Observation | None, now: float, grew: bool
+    ) -> Observation | None:
+        """For an agent without rules for this screen: output means working, a long
+        silence idle."""
+        activity = current.activity if current is not None else None
+        if grew and activity in (None, "starting", "idle", "stalled"):
+            return Observation("working", "process:output")
+        if (
+            not grew
+            and activity == "working"
+            and not watch.adapter.screen_rules
+            and now - watch.output_at >= QUIET_IDLE_SEC
+        ):
+            return Observation("idle", "process:no output")
+        return None
+
+    def _stall(
+        self, watch: Watch, current: Observation | None, job: Job, now: float
+    ) -> Observation | None:
+        """Working with a screen that has not moved (spinners aside) past the job's idle
+        timeout: stalled. A stalled agent whose screen moves again is working."""
+        if current is None:
+            return None
+        quiet_since = max(watch.body_changed_at, (job.activity_at_ms or 0) / 1000)
+        if current.activity == "working" and now - quiet_since >= job.idle_timeout_sec:
+            return Observation(
+                "stalled",
+                "process:no progress",
+                question=f"no progress for {now - quiet_since:.0f} s",
+            )
+        if (
+            current.activity == "stalled"
+            and watch.body_changed_at > (job.activity_at_ms or 0) / 1000
+        ):
+            return Observation("working", "process:progress again")
+        return None
+
+
+def _has_output(log_path: Path) -> bool:
+    try:
+        return log_path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _heartbeat(activity: str) -> str:
+    """The liveness word a heartbeat carries for an activity (the sessions panel reads it)."""
+    return {
+        "waiting": "blocked",
+        "idle": "idle",
+        "exited": "dead",
+        "interrupted": "dead",
+    }.get(activity, "working")

@@ -1,0 +1,146 @@
+"""The background supervisor: one process per state dir that keeps observing running
+agents when nobody watches (a `submit --no-wait`, a closed control room).
+
+It runs `orchestrate supervise`, started detached by whatever starts an agent,
+holds ``<state>/supervisor.lock`` so there is only ever one, and exits on its own
+once no job has run for a while or its tmux server is gone. Observing twice is
+harmless (the registry drops repeated sightings), so a control room or a waiting
+`submit` may observe beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Protocol
+
+from app.agents.env import orchestrate_command
+from app.orchestration.reconcile import ReconcileReport
+from app.settings import Settings
+
+LOCK_NAME = "supervisor.lock"
+SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
+"""``off`` never starts one (tests that judge passes themselves set it)."""
+PASS_INTERVAL_SEC = 0.5
+OUTPUT_INTERVAL_SEC = 0.1
+"""Between full passes, status sequences in the output are read this often."""
+IDLE_EXIT_SEC = 60.0
+
+
+@contextlib.contextmanager
+def held_lock(state_dir: Path, patience_sec: float = 0.0) -> Iterator[IO[str] | None]:
+    """The supervisor lock, if free within ``patience_sec`` (None: another supervisor
+    holds it). A probe (`running`) holds it for an instant: a starting supervisor
+    waits that out rather than taking the probe for a rival."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    handle = (state_dir / LOCK_NAME).open("a+", encoding="utf-8")
+    deadline = time.monotonic() + patience_sec
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield None
+                    return
+                time.sleep(0.02)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield handle
+    finally:
+        handle.close()
+
+
+def running(state_dir: Path) -> bool:
+    """Whether a supervisor holds the lock of ``state_dir`` now."""
+    with held_lock(state_dir) as lock:
+        return lock is None
+
+
+class Supervisable(Protocol):
+    """What `supervise` drives (the Orchestrator; a Protocol, so no import circle)."""
+
+    settings: Settings
+
+    def reconcile(self) -> ReconcileReport: ...
+
+    def reconcile_output(self) -> int: ...
+
+    def tmux_running(self) -> bool: ...
+
+
+def ensure_started(state_dir: Path, tmux_socket: str) -> bool:
+    """Start the supervisor of this state dir unless one runs (or it is switched off).
+    True if one was started."""
+    if os.environ.get(SWITCH_ENV, "").lower() in ("off", "0", "no"):
+        return False
+    if running(state_dir):
+        return False
+    log_path = state_dir / "logs" / "supervisor.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ORCHESTRATE_TMUX_SOCKET": tmux_socket}
+    for secret in ("ORCHESTRATE_JOB_TOKEN", "MQTT_PASSWORD", "ORCHESTRATE_JOB"):
+        env.pop(secret, None)
+    argv = [*orchestrate_command(), "--state-dir", str(state_dir), "supervise"]
+    with log_path.open("a", encoding="utf-8") as log:
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return True
+
+
+def supervise(
+    orchestrator: Supervisable,
+    *,
+    interval: float = PASS_INTERVAL_SEC,
+    idle_exit_sec: float = IDLE_EXIT_SEC,
+    report: Callable[[str], None] = lambda line: None,
+) -> int:
+    """Run passes until idle for ``idle_exit_sec`` (no running job) or the tmux server
+    and the state dir are gone; 0, or 3 when another supervisor already runs."""
+    state_dir = orchestrator.settings.state_dir
+    with held_lock(state_dir, patience_sec=1.0) as lock:
+        if lock is None:
+            report("another supervisor already runs for this state dir")
+            return 3
+        quiet_since = time.monotonic()
+        last = ""
+        while state_dir.is_dir():
+            try:
+                summary = orchestrator.reconcile()
+            except Exception as exc:  # a locked database, a tmux hiccup: try again
+                report(f"pass failed: {exc}")
+                time.sleep(interval * 4)
+                continue
+            line = summary.summary()
+            if summary.acted and line != last:
+                report(f"{time.strftime('%H:%M:%S')} {line}")
+                last = line
+            live = [a for a in summary.sampled.values() if a != "interrupted"]
+            if live:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= idle_exit_sec:
+                break
+            if not live and not orchestrator.tmux_running():
+                break  # nothing runs, and nothing can (its tmux server is gone)
+            next_pass = time.monotonic() + interval
+            while live and time.monotonic() + OUTPUT_INTERVAL_SEC < next_pass:
+                time.sleep(OUTPUT_INTERVAL_SEC)
+                with contextlib.suppress(Exception):  # the next full pass reports it
+                    orchestrator.reconcile_output()
+            time.sleep(max(0.0, next_pass - time.monotonic()))
+    return 0

@@ -1,0 +1,215 @@
+"""Benchmark state detection: an agent's state change -> the registry's activity.
+
+Run:  .venv/bin/python bench/agents.py [--panes 20] [--seconds 30] [--interval 0.5]
+
+Each case starts `--panes` fake agents in real tmux panes (a private server), as
+real jobs, and lets each change state every 1-3 s at random, writing when it did.
+The fake agent signals the way the real ones do:
+
+* hook:   runs `orchestrate hook claude` with Claude Code's own payloads
+          (UserPromptSubmit, PermissionRequest, Stop), as its hooks would;
+* osc:    writes Codex's `OSC 7501;state=…` sequence into its output;
+* screen: draws Aider's screens (its question, its prompt, streamed text), so only
+          the screen rules can tell.
+
+A background `orchestrate supervise --interval I` observes them (its CPU time is
+read from /proc, as a share of one core). Latency is, for each change the agent
+made, the time until the registry recorded that activity (job_activity.at_ms).
+Baselines in the same run: a bare `python -c pass` (the floor of a hook process),
+and one `tmux capture-pane` per pane per pass (the floor of screen reading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GOALS = {"hook": 0.2, "osc": 0.2, "screen": 1.5}
+STATES = ("working", "waiting", "idle")
+CLAUDE_PAYLOAD = {
+    "working": {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
+    "waiting": {
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": "npm test"},
+    },
+    "idle": {"hook_event_name": "Stop"},
+}
+OSC = {"working": "working", "waiting": "blocked:app=codex:kind=permission", "idle": "idle"}
+RULE = "\u2500" * 60
+
+
+# -- the fake agent (runs in a pane) ------------------------------------------
+def fake_agent(mode: str, changes: Path, seed: int) -> None:
+    """Change state every 1-3 s; record each change's time, then signal it."""
+    rng = random.Random(seed)
+    hook = [sys.executable, "-m", "app", "hook", "claude"]
+    state = "idle"
+    with changes.open("a", encoding="utf-8") as log:
+        while True:
+            time.sleep(rng.uniform(1.0, 3.0))
+            state = rng.choice([s for s in STATES if s != state])
+            log.write(json.dumps({"state": state, "at": time.time()}) + "\n")
+            log.flush()
+            if mode == "hook":
+                payload = json.dumps({**CLAUDE_PAYLOAD[state], "session_id": "bench"})
+                subprocess.run(hook, input=payload, text=True, check=False)
+            elif mode == "osc":
+                sys.stdout.write(f"\x1b]7501;state={OSC[state]}:app=codex\x1b\\")
+                sys.stdout.write(f"{state} ...\n")
+                sys.stdout.flush()
+            else:
+                draw_aider(state, rng)
+
+
+def draw_aider(state: str, rng: random.Random) -> None:
+    if state == "waiting":
+        print("Tokens: 2.5k sent, 27 received.\nnpm test")
+        print("Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: ", end="", flush=True)
+    elif state == "idle":
+        print(f"\nTokens: 775 sent, 36 received.\n{RULE}\n> ", end="", flush=True)
+    else:
+        print(
+            f"\n> step {rng.randint(1, 99)}\nHere is the change, streamed line by line.", flush=True
+        )
+
+
+# -- the harness -----------------------------------------------------------------
+def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str, object]:
+    from app.orchestration import Orchestrator
+    from app.settings import Settings
+
+    state = Path(tempfile.mkdtemp(prefix=f"bench-agents-{mode}-")) / "state"
+    socket = f"bench_agents_{uuid.uuid4().hex[:8]}"
+    os.environ["ORCHESTRATE_SUPERVISOR"] = "off"  # we start ours, with our interval
+    os.environ["ORCHESTRATE_TMUX_SOCKET"] = socket
+    orch = Orchestrator(Settings(state), tmux_socket=socket)
+    agent = {"hook": "claude", "osc": "codex", "screen": "aider"}[mode]
+    jobs = []
+    try:
+        for n in range(panes):
+            changes = state.parent / f"changes-{n}.ndjson"
+            argv = [sys.executable, __file__, "_agent", mode, str(changes), str(n), "{prompt_file}"]
+            job = orch.submit(f"bench {n}", agent, f"bench-{n}", agent_cmd=argv, workdir=ROOT)
+            jobs.append((job.job_id, changes))
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "app", "--state-dir", str(state), "supervise",
+             "--interval", str(interval), "--idle-exit", "600"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(1.0)
+        cpu_start, wall_start = cpu_seconds(supervisor.pid), time.monotonic()
+        time.sleep(seconds)
+        cpu = (cpu_seconds(supervisor.pid) - cpu_start) / (time.monotonic() - wall_start)
+        supervisor.terminate()
+        supervisor.wait(10)
+        latencies = measure(state, jobs)
+    finally:
+        orch.driver.server.cmd("kill-server")
+    return {"mode": mode, "latencies": latencies, "cpu": cpu}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(state: Path, jobs: list[tuple[str, Path]]) -> list[float]:
+    """For each change an agent made, the delay until the registry had that activity."""
+    conn = sqlite3.connect(state / "state.db")
+    delays = []
+    for job_id, changes in jobs:
+        if not changes.exists():
+            continue
+        made = [json.loads(line) for line in changes.read_text().splitlines() if line.strip()]
+        seen = conn.execute(
+            "SELECT at_ms, activity FROM job_activity WHERE job_id = ? ORDER BY id", (job_id,)
+        ).fetchall()
+        for index, change in enumerate(made[:-1]):  # the last may not be seen yet
+            until = made[index + 1]["at"]
+            hits = [
+                at / 1000
+                for at, activity in seen
+                if activity == change["state"] and change["at"] - 0.05 <= at / 1000 < until
+            ]
+            if hits:
+                delays.append(max(0.0, hits[0] - change["at"]))
+    conn.close()
+    return delays
+
+
+def baselines(panes: int) -> dict[str, float]:
+    """A bare python process, and a capture-pane per pane (the floors)."""
+    started = time.perf_counter()
+    for _ in range(5):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    python_ms = (time.perf_counter() - started) / 5 * 1000
+    socket = f"bench_base_{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-x", "200", "-y", "50"], check=True)
+    started = time.perf_counter()
+    for _ in range(panes):
+        subprocess.run(
+            ["tmux", "-L", socket, "capture-pane", "-p"], capture_output=True, check=True
+        )
+    capture_ms = (time.perf_counter() - started) * 1000
+    subprocess.run(["tmux", "-L", socket, "kill-server"], check=False)
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "app", "hook", "claude"], input="{}", text=True, check=True
+    )
+    hook_ms = (time.perf_counter() - started) * 1000
+    return {"python": python_ms, "captures": capture_ms, "hook": hook_ms}
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["_agent"]:
+        fake_agent(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--panes", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--modes", default="hook,osc,screen")
+    args = parser.parse_args()
+    floor = baselines(args.panes)
+    print(f"{args.panes} panes, {args.seconds:.0f} s a case, a pass every {args.interval} s")
+    print(f"load before: {os.getloadavg()[0]:.2f}")
+    head = ("signal", "changes", "p50 ms", "p99 ms", "goal p99", "supervisor CPU")
+    print(f"\n{head[0]:<8} {head[1]:>8} {head[2]:>8} {head[3]:>8} {head[4]:>9} {head[5]:>15}")
+    for mode in args.modes.split(","):
+        result = run_case(mode, args.panes, args.seconds, args.interval)
+        delays = result["latencies"]
+        assert isinstance(delays, list)
+        print(
+            f"{mode:<8} {len(delays):>8} {percentile(delays, 0.5) * 1000:>8.0f} "
+            f"{percentile(delays, 0.99) * 1000:>8.0f} {GOALS[mode] * 1000:>8.0f}  "
+            f"{float(result['cpu']) * 100:>13.1f} %"  # type: ignore[arg-type]
+        )
+    print(
+        f"\nbaselines: bare python start {floor['python']:.0f} ms; `orchestrate hook` "
+        f"(nothing to record) {floor['hook']:.0f} ms; {args.panes} capture-pane calls "
+        f"{floor['captures']:.0f} ms (one screen pass's floor)"
+    )
+
+
+if __name__ == "__main__":
+    main()

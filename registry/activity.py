@@ -1,0 +1,222 @@
+"""What a running job's agent is doing (its activity), who said so, and why it is believed.
+
+A job's *status* (pending, running, ...) is the registry's state machine; its
+*activity* is finer and only means something while it runs: starting, working,
+waiting for a person, idle at its prompt, stalled, exited, or interrupted (its
+pane vanished with the tmux server). Activity is observed, not reported: a hook
+of the agent, its status escape sequence, a screen rule over its pane, the
+process itself, or an event it published. Every change is recorded with that
+source, so `job why` can give its evidence ("waiting since 12:03:04: Claude
+Code hook PermissionRequest: Bash `npm test`").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from registry.errors import InvalidJobInput
+
+ACTIVITIES: Final = ("starting", "working", "waiting", "idle", "stalled", "exited", "interrupted")
+"""Every activity a running job can have (SPEC §3)."""
+
+NEEDS_PERSON: Final = frozenset({"waiting"})
+MAX_TEXT: Final = 500
+"""Longest question, tool or command kept (the screen or hook may hold much more)."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+# Source prefixes, and how `job why` says them.
+_SOURCE_WORDS: Final = {
+    "hook": "hook",
+    "osc": "status sequence (OSC 7501)",
+    "screen": "screen rule",
+    "title": "pane title",
+    "process": "process",
+    "publish": "event published by the agent",
+    "control-room": "control room",
+}
+AGENT_NAMES: Final = {
+    "claude": "Claude Code",
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini": "Gemini CLI",
+    "aider": "Aider",
+    "demo": "demo agent",
+}
+
+
+def clean_text(value: object, limit: int = MAX_TEXT) -> str:
+    """Agent text made storable: control characters out, whitespace runs folded, cut short.
+
+    What an agent prints or sends is hostile; the sinks sanitise again, but a
+    stored record should already be one readable line.
+    """
+    if not isinstance(value, str):
+        return ""
+    text = " ".join(_CONTROL.sub(" ", value).split())
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One sighting of an agent's activity and its evidence.
+
+    ``source`` names where it came from as ``kind:agent:name`` (``hook:claude:
+    PermissionRequest``, ``screen:aider.run_shell``, ``osc:codex``, ``process``).
+    """
+
+    activity: str
+    source: str
+    question: str = ""
+    tool: str = ""
+    command: str = ""
+    exit_status: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse an activity the model does not know (a typo in an adapter or a rule)."""
+        if self.activity not in ACTIVITIES:
+            raise InvalidJobInput(
+                f"unknown activity {self.activity!r} (known: {', '.join(ACTIVITIES)})"
+            )
+
+    def to_data(self) -> dict[str, Any]:
+        """The event's ``data``: everything but empty fields."""
+        data: dict[str, Any] = {"activity": self.activity, "source": clean_text(self.source, 120)}
+        for name in ("question", "tool", "command"):
+            value = clean_text(getattr(self, name))
+            if value:
+                data[name] = value
+        if self.exit_status is not None:
+            data["exit_status"] = self.exit_status
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Observation:
+        """The observation an ``activity`` event carries (InvalidJobInput if it is not one)."""
+        status = data.get("exit_status")
+        return cls(
+            activity=str(data.get("activity", "")),
+            source=clean_text(data.get("source"), 120) or "unknown",
+            question=clean_text(data.get("question")),
+            tool=clean_text(data.get("tool")),
+            command=clean_text(data.get("command")),
+            exit_status=status if type(status) is int else None,
+        )
+
+    def same_as(self, activity: str | None, data: Mapping[str, Any] | None) -> bool:
+        """True when this says nothing new over the job's current activity: the same
+        activity (a repeated signal is one change), and for ``waiting`` the same
+        question (a second question is a new wait)."""
+        if activity != self.activity:
+            return False
+        if self.activity not in NEEDS_PERSON:
+            return True
+        data = data or {}
+        mine = self.to_data()
+        return all(mine.get(k) == data.get(k) for k in ("question", "tool", "command"))
+
+    def summary(self) -> str:
+        """What it is about, in a few words: "Bash `npm test`", or the question."""
+        if self.command:
+            return f"{self.tool} `{self.command}`" if self.tool else f"`{self.command}`"
+        return self.question or self.tool
+
+
+@dataclass(frozen=True)
+class ActivityChange:
+    """One recorded change of a job's activity."""
+
+    at_ms: int
+    observation: Observation
+    seq: int | None = None
+
+    @property
+    def activity(self) -> str:
+        return self.observation.activity
+
+
+def describe_source(source: str) -> str:
+    """A source as `job why` says it: "Claude Code hook PermissionRequest",
+    "screen rule aider.run_shell matched", "Codex status sequence (OSC 7501)"."""
+    kind, _, rest = source.partition(":")
+    agent, _, name = rest.partition(":")
+    if kind == "screen":
+        return f"screen rule {rest} matched" if rest else "screen rule matched"
+    words = _SOURCE_WORDS.get(kind, kind)
+    who = AGENT_NAMES.get(agent, agent)
+    return " ".join(part for part in (who, words, name) if part)
+
+
+def explain(change: ActivityChange, *, with_date: bool = False) -> str:
+    """ "waiting since 12:03:04: Claude Code hook PermissionRequest: Bash `npm test`"."""
+    moment = datetime.fromtimestamp(change.at_ms / 1000, UTC)
+    clock = moment.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S")
+    obs = change.observation
+    text = f"{obs.activity} since {clock}: {describe_source(obs.source)}"
+    about = obs.summary()
+    if obs.exit_status is not None:
+        about = f"exit status {obs.exit_status}" + (f"; {about}" if about else "")
+    return f"{text}: {about}" if about else text
+
+
+# -- storage (called inside the registry's write transactions) ----------------
+
+
+def store_change(
+    conn: sqlite3.Connection, job_id: str, observation: Observation, at_ms: int, seq: int | None
+) -> None:
+    """Make ``observation`` the job's current activity and append it to its history."""
+    data = json.dumps(observation.to_data(), ensure_ascii=False)
+    conn.execute(
+        "UPDATE jobs SET activity = ?, activity_at_ms = ?, activity_source = ?, "
+        "activity_data = ? WHERE job_id = ?",
+        (observation.activity, at_ms, observation.source, data, job_id),
+    )
+    conn.execute(
+        "INSERT INTO job_activity (job_id, at_ms, activity, source, data, seq) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (job_id, at_ms, observation.activity, observation.source, data, seq),
+    )
+
+
+def clear(conn: sqlite3.Connection, job_id: str) -> None:
+    """The job left running: it has no activity any more (its history stays)."""
+    conn.execute(
+        "UPDATE jobs SET activity = NULL, activity_at_ms = NULL, activity_source = NULL, "
+        "activity_data = NULL WHERE job_id = ?",
+        (job_id,),
+    )
+
+
+def load_history(conn: sqlite3.Connection, job_id: str) -> list[ActivityChange]:
+    """The job's activity changes, oldest first."""
+    rows = conn.execute(
+        "SELECT at_ms, data, seq FROM job_activity WHERE job_id = ? ORDER BY id", (job_id,)
+    ).fetchall()
+    changes = []
+    for at_ms, data, seq in rows:
+        try:
+            observation = Observation.from_data(json.loads(data))
+        except (ValueError, InvalidJobInput):
+            continue
+        changes.append(ActivityChange(int(at_ms), observation, seq))
+    return changes
+
+
+def observation_of(
+    activity: str | None, source: str | None, data: Mapping[str, Any] | None
+) -> Observation | None:
+    """The current activity of a job row as an Observation (None when it has none)."""
+    if not activity:
+        return None
+    try:
+        return Observation.from_data({**(data or {}), "activity": activity, "source": source})
+    except InvalidJobInput:
+        return None

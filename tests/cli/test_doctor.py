@@ -1,0 +1,28 @@
+"""`orchestrate doctor`: installed agent CLIs, their versions, and a real hook round trip."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None:
+    """A `claude` on PATH is reported with its version; the hook probe really records."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    fake.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    result = cli("doctor", "--json", env={"PATH": path})
+    assert result.returncode == 0, result.stderr
+    rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
+    assert set(rows) == {"claude", "codex", "gemini", "aider"}
+    assert rows["claude"]["version"] == "2.1.197 (Claude Code)"
+    assert rows["claude"]["path"] == str(fake)
+    assert rows["claude"]["hooks"].startswith("ok (")
+    assert rows["gemini"]["hooks"].startswith("ok (")
+    assert rows["codex"]["hooks"] == "not used"
+    human = cli("doctor", env={"PATH": path})
+    assert "claude   2.1.197 (Claude Code) (tested 2.1.197)" in human.stdout
