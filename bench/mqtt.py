@@ -3,15 +3,20 @@ and the publish -> committed-in-bus latency through the ingest bridge.
 
 Run: .venv/bin/python bench/mqtt.py [--messages 20000] [--runs 25] [--rate 1000 --seconds 5]
      .venv/bin/python bench/mqtt.py --ingest-only [--repeat 2]   (the latency rows alone)
+     .venv/bin/python bench/mqtt.py --durability-only [--events 500]   (its table alone)
 Starts its own Mosquitto (bus.broker) on a free loopback port. The latency row
 runs `orchestrate ingest` as its own process, a publisher process paced at
 --rate events/s (each signed event carries its send time in data.t_us), and
 watches the SQLite file from a third connection (this process).
 
 The one-shot rows time fresh processes: the real `orchestrate publish` (as an
-agent on another host runs it: MQTT only; and on the registry's host: record
-locally, then MQTT) against a bare paho script and mosquitto_pub. The project's
-modules are byte-compiled first, as they are after a user's first run.
+agent on another host runs it: outbox, then MQTT, with the control room's
+ingest confirming; and on the registry's host: record locally, then MQTT)
+against a bare paho script and mosquitto_pub. The project's modules are
+byte-compiled first, as they are after a user's first run.
+
+The durability table (bench/mqtt_durability.py) is the cost per event of
+"delivered = in the registry" against the PUBACK-only path, in the same run.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import paho.mqtt.client as mqtt
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from mqtt_durability import durability_rows, print_table, start_ingest  # noqa: E402
 
 from bus.broker import Mosquitto, find_program, free_port, write_config  # noqa: E402
 from bus.mqtt import BrokerConfig, MqttPublisher  # noqa: E402
@@ -164,7 +171,7 @@ def ingest_only(rate: float, seconds: float, repeat: int) -> None:
     """The latency rows alone, ``repeat`` times (compare best of): one line per run."""
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
     port = free_port()
-    write_config(directory, port=port)
+    write_config(directory, port=port, allow_anonymous=True)
     broker = Mosquitto(directory)
     broker.start()
     print(f"{'run':>3}  {'committed':>11}  {'p50 ms':>7}  {'p99 ms':>7}  {'max ms':>7}  "
@@ -262,14 +269,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="ingest latency: duration")
     parser.add_argument("--ingest-only", action="store_true", help="only the ingest latency rows")
     parser.add_argument("--repeat", type=int, default=1, help="ingest runs (each printed)")
+    parser.add_argument("--events", type=int, default=500, help="durability: events per row")
+    parser.add_argument(
+        "--retained",
+        type=int,
+        default=1000,
+        help="durability: retained messages on the broker that saves per change",
+    )
+    parser.add_argument("--durability-only", action="store_true", help="only that table")
     args = parser.parse_args()
     if args.ingest_only:
         ingest_only(args.rate, args.seconds, args.repeat)
         return
+    if args.durability_only:
+        from mqtt_durability import run
+
+        run(args.events, args.runs, args.retained)
+        return
 
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
     port = free_port()
-    write_config(directory, port=port)
+    write_config(directory, port=port, allow_anonymous=True)
     broker = Mosquitto(directory)
     broker.start()
     try:
@@ -281,9 +301,12 @@ def main() -> None:
         py = sys.executable
         payload = PAYLOAD.decode()
         mosquitto_pub = find_program("mosquitto_pub")
+        publishers = cli_publishers(port, directory)
+        # The agent-host publish waits for the control room's confirmation: run its ingest.
+        bridge = start_ingest(directory / "control", port)
         one_shot = wall_ms(
             {
-                **cli_publishers(port, directory),
+                **publishers,
                 "ours": ([py, "-c", OUR_ONE_SHOT, str(port), payload], {}),
                 "bare": ([py, "-c", BARE_ONE_SHOT, str(port), payload], {}),
                 "cli": ([mosquitto_pub, "-h", "127.0.0.1", "-p", str(port), "-q", "1",
@@ -291,9 +314,14 @@ def main() -> None:
             },
             args.runs,
         )  # fmt: skip
+        flush = [*publishers["remote"][0][:1], "publish", "--flush", "--wait", "30"]
+        subprocess.run(flush, check=True, env={**os.environ, **publishers["remote"][1]})
+        bridge.terminate()
+        bridge.wait(10)
         one_ours, one_bare, one_cli = one_shot["ours"], one_shot["bare"], one_shot["cli"]
         one_remote, one_local = one_shot["remote"], one_shot["local"]
         latencies, sent, bridge_cpu_ms, wal_max = ingest_latency(port, args.rate, args.seconds)
+        durability = durability_rows(port, args.events, args.runs, args.retained)
     finally:
         broker.stop()
         shutil.rmtree(directory, ignore_errors=True)
@@ -303,7 +331,7 @@ def main() -> None:
         (f"MqttPublisher, persistent, QoS 1, N={n}", f"{ours:,.0f} msg/s",
          f"{ours / bare:.2f}x bare"),
         (f"bare paho loop, QoS 1, N={n}", f"{bare:,.0f} msg/s", "1.00x"),
-        (f"orchestrate publish, agent host (MQTT only), median of {args.runs}",
+        (f"orchestrate publish, agent host (outbox + MQTT), median of {args.runs}",
          f"{one_remote:.1f} ms", f"{one_remote / one_bare:.2f}x bare"),
         (f"orchestrate publish, registry host (record + MQTT), median of {args.runs}",
          f"{one_local:.1f} ms", f"{one_local / one_bare:.2f}x bare"),
@@ -344,6 +372,7 @@ def main() -> None:
         print(f"ingest p99 <= 10 ms ({p99:.2f} ms); the bridge, broker, paced publisher and "
               f"reader share {os.cpu_count()} cores, load average at the end "
               f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+    print_table(durability, args.events)
 
 
 if __name__ == "__main__":

@@ -1,78 +1,60 @@
-"""A hardened local Mosquitto: config, password file, ACL, test CA, and its process.
+"""A local Mosquitto process for one config directory: start, stop, kill, restart.
 
-Writes everything into one directory::
-
-    D/mosquitto.conf   D/broker.json (settings, no secrets)   D/passwd   D/acl
-    D/certs/{ca,server}.{crt,key}   D/data/ (persistence)   D/mosquitto.log
-
-The config carries the traps measured in FIELD-NOTES: persistence with
-``autosave_interval 100`` (a kill -9 loses at most that much), and
-``max_queued_messages 0`` (the default 1000 silently drops QoS 1 messages for
-an offline persistent subscriber).
+The config it runs is written by ``bus.broker_config`` (hardened by default),
+with certificates from ``bus.broker_tls`` and accounts from ``bus.broker_users``;
+the names callers use most are importable from here too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import pwd
 import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bus.broker_checks import check_bind, check_port, check_users
+from bus.broker_config import (
+    CONFIG_NAME,
+    DEFAULT_PREFIX,
+    SETTINGS_NAME,
+    BrokerSettings,
+    check_runs_unprivileged,
+    control_password,
+    read_settings,
+    rewrite_port,
+    write_config,
+)
+from bus.broker_tls import ClientCert, TlsFiles, create_test_ca, issue_client_cert
+from bus.broker_users import BrokerUser
 from bus.errors import BrokerSetupError
 
-CONFIG_NAME = "mosquitto.conf"
-SETTINGS_NAME = "broker.json"
+__all__ = [
+    "CONFIG_NAME",
+    "DEFAULT_PREFIX",
+    "LOG_NAME",
+    "PID_NAME",
+    "SETTINGS_NAME",
+    "BrokerSettings",
+    "BrokerUser",
+    "ClientCert",
+    "Mosquitto",
+    "TlsFiles",
+    "control_password",
+    "create_test_ca",
+    "find_program",
+    "free_port",
+    "issue_client_cert",
+    "read_settings",
+    "rewrite_port",
+    "wait_listening",
+    "write_config",
+]
+
 PID_NAME = "mosquitto.pid"
 LOG_NAME = "mosquitto.log"
-AUTOSAVE_INTERVAL_S = 100
-DEFAULT_PREFIX = "jobs"
-BROKER_USER = "mosquitto"  # the user Mosquitto drops to when started as root
-
-
-@dataclass(frozen=True)
-class BrokerUser:
-    """A broker account: the control room reads every job's events; a worker
-    writes only its own job topics (``jobs`` empty: the topic named after it)."""
-
-    name: str
-    password: str = field(repr=False)
-    role: str = "worker"  # "worker" | "control"
-    jobs: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, spec: str, role: str = "worker") -> BrokerUser:
-        """``NAME:PASS`` or, for a worker, ``NAME:PASS:JOB[,JOB...]``."""
-        parts = spec.split(":", 2)
-        if len(parts) < 2 or not parts[0] or not parts[1]:
-            raise BrokerSetupError(f"user must be NAME:PASS[:JOB,...], got {spec.split(':')[0]!r}")
-        name, password = parts[0], parts[1]
-        if any(ch.isspace() for ch in name) or "#" in name or "+" in name:
-            raise BrokerSetupError(f"user name may not contain spaces, '#' or '+': {name!r}")
-        jobs = tuple(j for j in (parts[2].split(",") if len(parts) == 3 else ()) if j)
-        for job in jobs:
-            if "/" in job or "#" in job or "+" in job or any(ch.isspace() for ch in job):
-                raise BrokerSetupError(f"job id may not contain '/', '#', '+' or spaces: {job!r}")
-        return cls(name=name, password=password, role=role, jobs=jobs)
-
-
-@dataclass(frozen=True)
-class BrokerSettings:
-    """What ``mosquitto.conf`` is generated from (kept in broker.json, no secrets)."""
-
-    port: int = 1883
-    bind: str = "127.0.0.1"
-    tls: bool = False
-    topic_prefix: str = DEFAULT_PREFIX
-    authenticated: bool = False  # password file + ACL, no anonymous clients
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -89,259 +71,6 @@ def find_program(name: str) -> str:
     if found is None:
         raise BrokerSetupError(f"{name} is not installed (apt-get install mosquitto)")
     return found
-
-
-def _prepare_dir(directory: Path) -> Path:
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        probe = directory / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise BrokerSetupError(
-            f"cannot write broker directory {directory}: {exc.strerror}"
-        ) from exc
-    return directory.resolve()
-
-
-def _give_to_broker_user(*paths: Path) -> None:
-    """As root, Mosquitto drops to user ``mosquitto``: let it read and write these."""
-    if os.geteuid() != 0:
-        return
-    try:
-        entry = pwd.getpwnam(BROKER_USER)
-    except KeyError:
-        return
-    for path in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-
-
-def _broker_user_can_reach(directory: Path) -> bool:
-    """Whether user ``mosquitto`` can traverse every directory down to ``directory``
-    (a root-owned 0700 state dir above it would lock the dropped broker out)."""
-    try:
-        entry = pwd.getpwnam(BROKER_USER)
-    except KeyError:
-        return True
-    for parent in (directory, *directory.parents):
-        info = parent.stat()
-        if info.st_uid == entry.pw_uid:
-            continue
-        bit = 0o010 if info.st_gid == entry.pw_gid else 0o001
-        if not info.st_mode & bit:
-            return False
-    return True
-
-
-def _run(argv: Sequence[str], what: str) -> None:
-    try:
-        subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60)
-    except FileNotFoundError as exc:
-        raise BrokerSetupError(f"{argv[0]} is not installed") from exc
-    except subprocess.CalledProcessError as exc:
-        detail = (exc.stderr or exc.stdout or "").strip().splitlines()
-        raise BrokerSetupError(f"{what} failed: {detail[-1] if detail else exc}") from exc
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    """A CA and the server certificate it signed."""
-
-    ca_cert: Path
-    server_cert: Path
-    server_key: Path
-
-
-def create_test_ca(directory: Path, days: int = 365) -> TlsFiles:
-    """A throwaway CA and a server cert for localhost/127.0.0.1 (development and tests).
-
-    Clients trust it with MQTT_CA_CERTS=<directory>/ca.crt. Not for production:
-    the CA key sits unencrypted beside the certs.
-    """
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise BrokerSetupError("openssl is not installed")
-    certs = _prepare_dir(directory)
-    ca_key, ca_crt = certs / "ca.key", certs / "ca.crt"
-    key, csr, crt = certs / "server.key", certs / "server.csr", certs / "server.crt"
-    ext = certs / "server.ext"
-    ext.write_text(
-        "basicConstraints=critical,CA:FALSE\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\n"
-        "extendedKeyUsage=serverAuth\n"
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-        "authorityKeyIdentifier=keyid\n"
-    )
-    _run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", str(days),
-         "-keyout", str(ca_key), "-out", str(ca_crt), "-subj", "/CN=orchestrate test CA",
-         "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
-        "creating the test CA",
-    )  # fmt: skip
-    _run(
-        [openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-         "-out", str(csr), "-subj", "/CN=localhost"],
-        "creating the server key",
-    )  # fmt: skip
-    _run(
-        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key),
-         "-CAcreateserial", "-out", str(crt), "-days", str(days), "-extfile", str(ext)],
-        "signing the server certificate",
-    )  # fmt: skip
-    for private in (ca_key, key):
-        private.chmod(0o600)
-    _give_to_broker_user(key, crt, ca_crt)
-    csr.unlink()
-    ext.unlink()
-    return TlsFiles(ca_cert=ca_crt, server_cert=crt, server_key=key)
-
-
-def acl_text(users: Iterable[BrokerUser], prefix: str = DEFAULT_PREFIX) -> str:
-    """The ACL: control users read ``<prefix>/+/events``; workers write only theirs.
-
-    ACLs filter at delivery time (a SUBACK "granted" proves nothing), so a
-    worker that subscribes elsewhere simply receives nothing.
-    """
-    lines = ["# written by orchestrate broker config", ""]
-    for user in users:
-        lines.append(f"user {user.name}")
-        if user.role == "control":
-            lines.append(f"topic read {prefix}/+/events")
-        else:
-            for job in user.jobs or (user.name,):
-                lines.append(f"topic write {prefix}/{job}/events")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def config_text(directory: Path, settings: BrokerSettings, tls: TlsFiles | None) -> str:
-    """mosquitto.conf for ``settings``; paths are absolute under ``directory``."""
-    data = directory / "data"
-    lines = ["# written by orchestrate broker config; regenerate rather than edit"]
-    if os.geteuid() == 0 and not _broker_user_can_reach(directory):
-        # Started as root, Mosquitto drops to user mosquitto, which cannot reach
-        # files under a private (0700) parent; stay root rather than fail.
-        lines.append("user root")
-    lines += [
-        "per_listener_settings false",
-        "persistence true",
-        f"persistence_location {data}/",
-        f"autosave_interval {AUTOSAVE_INTERVAL_S}",
-        "# the default (1000) silently drops QoS 1 messages for offline sessions",
-        "max_queued_messages 0",
-        "log_dest stderr",
-        "log_type error",
-        "log_type warning",
-        "log_type notice",
-        "connection_messages true",
-    ]
-    if settings.authenticated:
-        lines += [
-            "allow_anonymous false",
-            f"password_file {directory / 'passwd'}",
-            f"acl_file {directory / 'acl'}",
-        ]
-    else:
-        lines.append("allow_anonymous true")
-    lines.append(f"listener {settings.port} {settings.bind}")
-    if settings.tls:
-        if tls is None:
-            raise BrokerSetupError("TLS requested but no certificates were given")
-        lines += [
-            f"cafile {tls.ca_cert}",
-            f"certfile {tls.server_cert}",
-            f"keyfile {tls.server_key}",
-            "tls_version tlsv1.2",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def write_config(
-    directory: Path,
-    *,
-    port: int = 1883,
-    bind: str = "127.0.0.1",
-    tls: bool = False,
-    users: Sequence[BrokerUser] = (),
-    topic_prefix: str = DEFAULT_PREFIX,
-) -> Path:
-    """Write a hardened broker config into ``directory``; return mosquitto.conf's path.
-
-    ``tls`` creates a test CA under ``directory/certs`` unless one is there;
-    ``users`` (any) turns on the password file and ACL and forbids anonymous
-    clients. The password file is written with ``mosquitto_passwd -b``.
-    """
-    check_port(port)
-    bind = check_bind(bind)
-    check_users(users)
-    if "#" in topic_prefix or "+" in topic_prefix or not topic_prefix.strip("/"):
-        raise BrokerSetupError(f"bad topic prefix: {topic_prefix!r}")
-    directory = _prepare_dir(directory)
-    settings = BrokerSettings(port, bind, tls, topic_prefix.strip("/"), bool(users))
-    tls_files: TlsFiles | None = None
-    if tls:
-        certs = directory / "certs"
-        tls_files = TlsFiles(certs / "ca.crt", certs / "server.crt", certs / "server.key")
-        if all(p.exists() for p in asdict(tls_files).values()):
-            _give_to_broker_user(tls_files.ca_cert, tls_files.server_cert, tls_files.server_key)
-        else:
-            tls_files = create_test_ca(certs)
-    if users:
-        _write_passwords(directory / "passwd", users)
-        acl = directory / "acl"
-        acl.write_text(acl_text(users, settings.topic_prefix))
-        acl.chmod(0o600)
-        _give_to_broker_user(acl)
-    data = directory / "data"
-    data.mkdir(mode=0o700, exist_ok=True)
-    _give_to_broker_user(directory, directory / "certs", data)
-    (directory / SETTINGS_NAME).write_text(json.dumps(asdict(settings), indent=2) + "\n")
-    conf = directory / CONFIG_NAME
-    conf.write_text(config_text(directory, settings, tls_files))
-    return conf
-
-
-def _write_passwords(path: Path, users: Sequence[BrokerUser]) -> None:
-    tool = find_program("mosquitto_passwd")
-    path.unlink(missing_ok=True)
-    path.touch(mode=0o600)
-    for user in users:
-        _run([tool, "-b", str(path), user.name, user.password], f"adding broker user {user.name}")
-    path.chmod(0o600)
-    _give_to_broker_user(path)
-
-
-def rewrite_port(directory: Path, port: int) -> Path:
-    """Regenerate ``directory``'s mosquitto.conf with a new listener port."""
-    check_port(port)
-    settings_path = directory / SETTINGS_NAME
-    try:
-        settings = BrokerSettings(**json.loads(settings_path.read_text()))
-    except (OSError, ValueError, TypeError) as exc:
-        raise BrokerSetupError(f"no readable broker settings in {directory}: {exc}") from exc
-    settings = BrokerSettings(
-        port, settings.bind, settings.tls, settings.topic_prefix, settings.authenticated
-    )
-    certs = directory / "certs"
-    tls_files = (
-        TlsFiles(certs / "ca.crt", certs / "server.crt", certs / "server.key")
-        if settings.tls
-        else None
-    )
-    settings_path.write_text(json.dumps(asdict(settings), indent=2) + "\n")
-    conf = directory / CONFIG_NAME
-    conf.write_text(config_text(directory, settings, tls_files))
-    return conf
-
-
-def read_settings(directory: Path) -> BrokerSettings | None:
-    """The settings ``write_config`` left in ``directory``, or None."""
-    try:
-        return BrokerSettings(**json.loads((directory / SETTINGS_NAME).read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
 
 
 def wait_listening(
@@ -397,10 +126,9 @@ class Mosquitto:
     def start(self, timeout: float = 10.0) -> int:
         """Start mosquitto detached from this terminal; return its pid."""
         self.require_stopped()
-        binary = self.binary or find_program("mosquitto")
-        if not os.access(binary, os.X_OK):
-            raise BrokerSetupError(f"mosquitto is not installed (no executable {binary})")
+        binary = self.executable()
         settings = self.settings
+        self._refuse_root()
         log_file = open(self.directory / LOG_NAME, "ab")  # noqa: SIM115 (handed to the child)
         with log_file:
             self.proc = subprocess.Popen(
@@ -417,6 +145,26 @@ class Mosquitto:
             raise BrokerSetupError(f"{exc}: {self._last_log_line()}") from exc
         self.pid_file.write_text(f"{self.proc.pid}\n")
         return self.proc.pid
+
+    def executable(self) -> str:
+        """The mosquitto to run; BrokerSetupError if there is none."""
+        binary = self.binary or find_program("mosquitto")
+        if not os.access(binary, os.X_OK):
+            raise BrokerSetupError(f"mosquitto is not installed (no executable {binary})")
+        return binary
+
+    def _refuse_root(self) -> None:
+        """A config from before hardening may say ``user root``: never run that."""
+        try:
+            lines = (self.directory / CONFIG_NAME).read_text().splitlines()
+        except OSError as exc:
+            raise BrokerSetupError(f"cannot read {self.directory / CONFIG_NAME}: {exc}") from exc
+        if any(line.split() == ["user", "root"] for line in lines):
+            raise BrokerSetupError(
+                f"{self.directory / CONFIG_NAME} runs mosquitto as root: write it again "
+                "with broker config"
+            )
+        check_runs_unprivileged(self.directory)
 
     def _last_log_line(self) -> str:
         log_path = self.directory / LOG_NAME

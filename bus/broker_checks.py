@@ -1,18 +1,13 @@
-"""What a broker config may hold, checked before anything is written: the port, the
-address a listener binds to (it goes into mosquitto.conf as one word), the users."""
+"""What a broker config may hold, checked before anything is written: the port and the
+address a listener binds to (it goes into mosquitto.conf as one word)."""
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from bus.errors import BrokerSetupError
-
-if TYPE_CHECKING:
-    from bus.broker import BrokerUser
 
 
 def check_port(port: int) -> int:
@@ -41,12 +36,11 @@ def check_bind(address: str) -> str:
     raise BrokerSetupError(f"bind address must be an IP address or a host name, got {address!r}")
 
 
-def check_users(users: Sequence[BrokerUser]) -> Sequence[BrokerUser]:
-    """``users`` if no name appears twice (the password file would keep only the
-    last password, and the ACL would grant the name both roles' topics)."""
-    seen: set[str] = set()
-    for user in users:
-        if user.name in seen:
-            raise BrokerSetupError(f"broker user {user.name!r} is given twice")
-        seen.add(user.name)
-    return users
+def is_loopback(address: str) -> bool:
+    """Whether a listener on ``address`` is reachable from this machine only."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False

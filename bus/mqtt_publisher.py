@@ -13,48 +13,29 @@ throughput and pipelines up to ``max_inflight`` unacknowledged messages.
 from __future__ import annotations
 
 import logging
-import ssl
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.properties import Properties
 
-from bus.errors import (
-    BrokerUnavailable,
-    MqttError,
-    MqttTlsError,
-    PublishNotAcknowledged,
-    PublishRefused,
-)
+from bus.errors import BrokerUnavailable, PublishNotAcknowledged, PublishRefused
 from bus.mqtt_config import (
     BACKOFF_BASE_S,
     BACKOFF_CAP_S,
     CONNECT_TIMEOUT_S,
     DEFAULT_ATTEMPTS,
-    KEEPALIVE_S,
     PUBACK_TIMEOUT_S,
     BrokerConfig,
-    check_connack,
-    make_client,
     new_client_id,
     reason_is_failure,
-    retry_delay,
     validate_publish_topic,
 )
+from bus.mqtt_connect import Connack, check_fits, close_blocking, open_client, with_retries
 
 log = logging.getLogger(__name__)
-
-# CONNACK reasons meaning "this broker does not speak MQTT 5": retry with 3.1.1.
-_UNSUPPORTED_PROTOCOL = {1, 132}
-
-
-class _UnsupportedProtocol(BrokerUnavailable):
-    """CONNACK said "unsupported protocol version": reconnect with MQTT 3.1.1."""
 
 
 @dataclass
@@ -141,95 +122,6 @@ class PublishReceipt:
         return self._outcome.done and self._outcome.failure is None
 
 
-def _connect(
-    config: BrokerConfig,
-    client: mqtt.Client,
-    timeout: float,
-    properties: Properties | None = None,
-    clean_start: bool | Literal[3] = mqtt.MQTT_CLEAN_START_FIRST_ONLY,
-) -> Any:
-    """Open the socket and wait for CONNACK, driving paho's loop in this thread.
-
-    Returns the CONNACK reason code; raises ``MqttTlsError``/``BrokerAuthError``
-    for failures retrying cannot fix, ``BrokerUnavailable`` for the rest.
-    """
-    connack: list[Any] = []
-
-    def on_connect(_c: mqtt.Client, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        connack.append(reason)
-
-    client.on_connect = on_connect
-    client.on_connect_fail = None
-    try:
-        client.connect(
-            config.host,
-            config.port,
-            keepalive=KEEPALIVE_S,
-            clean_start=clean_start,
-            properties=properties,
-        )
-    except ssl.SSLError as exc:
-        raise MqttTlsError(f"TLS handshake with {config.url} failed: {exc}") from exc
-    except (OSError, ValueError) as exc:  # refused, unreachable, bad host name
-        raise BrokerUnavailable(f"cannot reach broker {config.url}: {exc}") from exc
-    try:
-        deadline = time.monotonic() + timeout
-        while not connack and time.monotonic() < deadline:
-            rc = client.loop(timeout=0.05)
-            if rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_AGAIN) and not connack:
-                raise BrokerUnavailable(
-                    f"broker {config.url} closed the connection: {mqtt.error_string(rc)}"
-                )
-        if not connack:
-            raise BrokerUnavailable(f"no CONNACK from {config.url} within {timeout:g} s")
-        reason = connack[0]
-        if int(getattr(reason, "value", reason)) in _UNSUPPORTED_PROTOCOL:
-            raise _UnsupportedProtocol(f"broker {config.url} does not speak MQTT 5: {reason}")
-        check_connack(config, reason)
-        if reason_is_failure(reason):
-            raise BrokerUnavailable(f"broker {config.url} refused the connection: {reason}")
-    except BaseException:
-        _close(client)  # no socket left behind by a failed attempt
-        raise
-    return reason
-
-
-def _close(client: mqtt.Client) -> None:
-    """Send DISCONNECT if we can and close the socket, from the calling thread."""
-    client.disconnect()
-    client.loop(timeout=0.01)
-
-
-def _with_retries(
-    config: BrokerConfig,
-    attempt_once: Callable[[], None],
-    attempts: int,
-    backoff_base: float,
-    backoff_cap: float,
-) -> None:
-    """Run ``attempt_once`` until it succeeds, retrying only ``BrokerUnavailable``
-    and ``PublishNotAcknowledged`` (timeouts), with capped exponential backoff."""
-    if attempts < 1:
-        raise ValueError("attempts must be >= 1")
-    last: MqttError | None = None
-    for attempt in range(1, attempts + 1):
-        try:
-            attempt_once()
-            return
-        except PublishRefused:
-            raise
-        except (BrokerUnavailable, PublishNotAcknowledged) as exc:
-            last = exc
-            if attempt < attempts:
-                delay = retry_delay(attempt, backoff_base, backoff_cap)
-                log.info(
-                    "attempt %d/%d failed (%s); retrying in %.2f s", attempt, attempts, exc, delay
-                )
-                time.sleep(delay)
-    assert last is not None
-    raise type(last)(f"{last} (gave up after {attempts} attempts)") from last
-
-
 def publish_once(
     config: BrokerConfig,
     topic: str,
@@ -260,7 +152,7 @@ def publish_once(
             config, cid, topic, payload, retain, connect_timeout, puback_timeout
         )
 
-    _with_retries(config, attempt_once, attempts, backoff_base, backoff_cap)
+    with_retries(config, attempt_once, attempts, backoff_base, backoff_cap)
 
 
 def _publish_on_fresh_connection(
@@ -272,17 +164,13 @@ def _publish_on_fresh_connection(
     connect_timeout: float,
     puback_timeout: float,
 ) -> None:
-    client = make_client(config, client_id, protocol=mqtt.MQTTv5)
-    try:
-        _connect(config, client, connect_timeout)
-    except _UnsupportedProtocol:
-        client = make_client(config, client_id, protocol=mqtt.MQTTv311)
-        _connect(config, client, connect_timeout)
+    client, connack = open_client(config, client_id, connect_timeout)
     tracker = _AckTracker()
     client.on_publish = lambda _c, _u, mid, rc, _p: tracker.acked(
         mid, str(rc) if reason_is_failure(rc) else None
     )
     try:
+        check_fits(config, connack, topic, payload)
         info = client.publish(topic, payload, qos=1, retain=retain)
         outcome = tracker.register(info.mid)
         deadline = time.monotonic() + puback_timeout
@@ -292,7 +180,7 @@ def _publish_on_fresh_connection(
                 raise BrokerUnavailable(f"broker {config.url} dropped the connection before PUBACK")
         PublishReceipt(topic, info.mid, outcome, tracker).wait(timeout=0)
     finally:
-        _close(client)
+        close_blocking(client)
 
 
 class MqttPublisher:
@@ -328,6 +216,7 @@ class MqttPublisher:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self._client: mqtt.Client | None = None
+        self._connack: Connack | None = None
         self._tracker = _AckTracker()
         self._publish_lock = threading.Lock()
 
@@ -337,20 +226,11 @@ class MqttPublisher:
             return
 
         def attempt_once() -> None:
-            client = make_client(self.config, self.client_id, max_inflight=self.max_inflight)
-            try:
-                _connect(self.config, client, self.connect_timeout)
-            except _UnsupportedProtocol:
-                client = make_client(
-                    self.config,
-                    self.client_id,
-                    protocol=mqtt.MQTTv311,
-                    max_inflight=self.max_inflight,
-                )
-                _connect(self.config, client, self.connect_timeout)
-            self._client = client
+            self._client, self._connack = open_client(
+                self.config, self.client_id, self.connect_timeout, max_inflight=self.max_inflight
+            )
 
-        _with_retries(self.config, attempt_once, self.attempts, self.backoff_base, self.backoff_cap)
+        with_retries(self.config, attempt_once, self.attempts, self.backoff_base, self.backoff_cap)
         assert self._client is not None
         self._client.on_publish = self._on_publish
         self._client.on_connect = self._on_reconnect
@@ -378,7 +258,8 @@ class MqttPublisher:
         validate_publish_topic(topic)
         self.connect()
         client = self._client
-        assert client is not None
+        assert client is not None and self._connack is not None
+        check_fits(self.config, self._connack, topic, payload)
         with self._publish_lock:
             info = client.publish(topic, payload, qos=1, retain=retain)
             if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):

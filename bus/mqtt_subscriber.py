@@ -125,6 +125,9 @@ class MqttSubscriber:
         """The latest connection problem, for the TUI and logs (None when fine)."""
         self.session_present = False
         """Whether the broker still held our session at the last CONNACK."""
+        self.connected_count = 0
+        """How many times the subscriber became connected and subscribed: a change
+        tells the consumer the broker may have lost what it held for it."""
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -221,6 +224,18 @@ class MqttSubscriber:
         """Messages received but not yet taken by the consumer."""
         return self._messages.qsize()
 
+    def publish(self, topic: str, payload: bytes, *, qos: int = 1, retain: bool = False) -> bool:
+        """Send a message on this subscriber's connection without waiting for its
+        PUBACK (a consumer's replies, e.g. confirmations). False when not connected
+        now or paho could not queue it; the caller decides whether that matters."""
+        with self._lock:
+            client = self._client
+            live = self._live_connection >= 0
+        if client is None or not live:
+            return False
+        info = client.publish(topic, payload, qos=qos, retain=retain)
+        return info.rc == mqtt.MQTT_ERR_SUCCESS
+
     def ack(self, message: ReceivedMessage) -> bool:
         """Acknowledge ``message`` to the broker (``manual_ack`` only; else a no-op).
 
@@ -294,6 +309,7 @@ class MqttSubscriber:
             if self._stopping:
                 return
             self._state = ConnectionState.CONNECTED
+            self.connected_count += 1
             if not (self.last_error or "").startswith("subscription refused"):
                 self.last_error = None
         self._connected_event.set()

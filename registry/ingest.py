@@ -34,6 +34,7 @@ from typing import Literal
 from bus.db import BUSY_TIMEOUT_MS, connect
 from bus.errors import BusError
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
+from registry.confirmer import Confirmer
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
@@ -194,18 +195,26 @@ class IngestBridge:
             reconnect_max_s=self.reconnect_max_s,
         )
         self._subscriber = sub
+        # End-to-end delivery: tell publishers what is committed (registry.confirmer).
+        confirmer = Confirmer(lambda topic, payload: sub.publish(topic, payload, retain=True))
+        announced = 0
         sub.start()
         log.info("ingesting %s from %s as %s", self.topic, self.config.url, self.client_id)
         try:
             while not stop.is_set():
-                message = sub.get(timeout=0.1)
+                if sub.connected_count != announced:
+                    announced = sub.connected_count
+                    confirmer.announce(registry)
+                due = confirmer.due_in()
+                message = sub.get(timeout=0.1 if due is None else min(due, 0.1))
                 if message is None:
+                    confirmer.flush(registry)
                     continue
                 batch = [message]
                 # Group commit: whatever already waits joins this transaction.
                 while len(batch) < self.batch_max and (more := sub.get(timeout=0)) is not None:
                     batch.append(more)
-                self._ingest(registry, sub, batch, stop)
+                self._ingest(registry, sub, batch, stop, confirmer)
         finally:
             sub.stop()
             if checkpointer is not None:
@@ -218,9 +227,11 @@ class IngestBridge:
         sub: MqttSubscriber,
         batch: list[ReceivedMessage],
         stop: threading.Event,
+        confirmer: Confirmer | None = None,
     ) -> None:
         """Record a batch in one transaction, retrying transient failures (the
-        whole batch, in order, none acked); ack each message once it is settled."""
+        whole batch, in order, none acked); ack each message once it is settled,
+        then confirm to the publishers what the registry now holds."""
         self.stats.received += len(batch)
         delay = self.retry_base_s
         while True:
@@ -249,6 +260,9 @@ class IngestBridge:
                 log.debug(
                     "could not ack mid %d on %s (connection changed)", message.mid, message.topic
                 )
+        if confirmer is not None:
+            arrivals = [(message.topic, message.payload) for message in batch]
+            confirmer.after_commit(registry, arrivals, verdicts)
 
     def _retry_later(self, batch: list[ReceivedMessage], exc: Exception, delay: float) -> None:
         self.stats.retries += 1

@@ -360,14 +360,16 @@ class Registry(JobStore):
                     f"{message_id} is held by a {held[0]!r} message"
                 )
             raise DuplicateEvent(f"duplicate seq {event.seq} for job {job.job_id}")
-        if job.status in FINAL_STATUSES:
-            log.info("ignoring %s via %s: job already %s", where, via, job.status)
-            raise EventAfterTerminal(f"{where} arrived after the job was {job.status}; ignored")
         if event.seq <= job.seq_floor:
             log.info("ignoring %s via %s: from before the resume", where, via)
             raise EventAfterTerminal(
                 f"{where} belongs to an attempt before the job was resumed; ignored"
             )
+        if job.status in FINAL_STATUSES:
+            if not _came_before_the_end(job, event):
+                log.info("ignoring %s via %s: job already %s", where, via, job.status)
+                raise EventAfterTerminal(f"{where} arrived after the job was {job.status}; ignored")
+            return self._record_late(conn, job, event, message_id, jobs)
         bus_seq = self._publish(
             conn,
             JOB_EVENT,
@@ -426,6 +428,31 @@ class Registry(JobStore):
             jobs[job.job_id] = job
         return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
 
+    def _record_late(
+        self,
+        conn: sqlite3.Connection,
+        job: Job,
+        event: Event,
+        message_id: str,
+        jobs: dict[str, Job] | None,
+    ) -> Recorded:
+        """An event from before the job's terminal event that arrived after it (a
+        broker lost it and its publisher sent it again): it joins the history and
+        closes its gap; the job's status and last event stay as the end left them."""
+        bus_seq = self._publish(
+            conn, "job.event", job.job_id, event.to_dict(),
+            message_id=message_id, from_agent=job.job_id,
+        )  # fmt: skip
+        missing, max_seen = account_seq(job.missing_seqs, job.max_seen_seq, event.seq)
+        conn.execute(
+            "UPDATE jobs SET max_seen_seq = ?, missing_seqs = ? WHERE job_id = ?",
+            (max_seen, json.dumps(missing), job.job_id),
+        )
+        job = replace(job, max_seen_seq=max_seen, missing_seqs=missing)
+        if jobs is not None:
+            jobs[job.job_id] = job
+        return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
+
     def _note_activity(self, conn: sqlite3.Connection, job: Job, event: Event) -> Job:
         """The activity an event shows: its own for an ``activity`` event, working for
         started/progress, waiting for permission_required; the row as it now is."""
@@ -441,6 +468,15 @@ class Registry(JobStore):
             activity_source=seen.source,
             activity_data=seen.to_data(),
         )
+
+
+def _came_before_the_end(job: Job, event: Event) -> bool:
+    """Whether ``event`` of a job its own terminal event ended has a seq below that
+    terminal's: history that arrived late, not news from after the end."""
+    if job.status not in ("completed", "error") or not isinstance(job.result, dict):
+        return False
+    terminal = job.result.get("seq")
+    return isinstance(terminal, int) and event.seq < terminal
 
 
 def _activity_shown(event: Event, agent: str) -> Observation | None:

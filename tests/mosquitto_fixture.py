@@ -83,16 +83,28 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 
 @pytest.fixture
 def make_broker(test_ca: TlsFiles) -> Iterator[Callable[..., RunningBroker]]:
-    """``make_broker(tls=False, users=[...])`` starts a Mosquitto for this test."""
+    """``make_broker(tls=False, users=[...], allow_anonymous=None, require_certificate=False)``
+    starts a Mosquitto for this test."""
     if MOSQUITTO is None:
         pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
     started: list[RunningBroker] = []
 
-    def make(*, tls: bool = False, users: Sequence[BrokerUser] = ()) -> RunningBroker:
+    def make(
+        *,
+        tls: bool = False,
+        users: Sequence[BrokerUser] = (),
+        allow_anonymous: bool | None = None,
+        require_certificate: bool = False,
+    ) -> RunningBroker:
+        """Anonymous clients are let in (loopback) unless ``users`` are given."""
         directory = Path(tempfile.mkdtemp(prefix="orchestrate-mqtt-"))
         if tls:  # write_config keeps certificates it finds in place
             shutil.copytree(test_ca.ca_cert.parent, directory / "certs")
-        write_config(directory, port=free_port(), tls=tls, users=users)
+        write_config(
+            directory, port=free_port(), tls=tls, users=users,
+            allow_anonymous=not users if allow_anonymous is None else allow_anonymous,
+            require_certificate=require_certificate,
+        )  # fmt: skip
         broker = RunningBroker(directory, Mosquitto(directory, binary=MOSQUITTO), tls, users)
         started.append(broker)
         broker.start()

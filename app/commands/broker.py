@@ -16,11 +16,13 @@ from bus.broker import (
     BrokerSettings,
     BrokerUser,
     Mosquitto,
+    issue_client_cert,
     read_settings,
     rewrite_port,
     write_config,
 )
 from bus.broker_checks import check_port
+from bus.broker_config import CONTROL_SECRET_NAME
 
 DIR_OPTION = click.option(
     "--dir",
@@ -36,13 +38,29 @@ def broker_dir(ctx: click.Context, directory: Path | None) -> Path:
 
 
 def env_hint(directory: Path, settings: BrokerSettings) -> str:
-    """The MQTT_* lines a client needs to reach this broker."""
+    """The MQTT_* lines the control room needs to reach this broker. The generated
+    control user's password is read from its file by the shell, never printed."""
     host = "localhost" if settings.tls else settings.bind
     values = {"MQTT_BROKER": host, "MQTT_PORT": str(settings.port)}
     if settings.tls:
         values |= {"MQTT_TLS": "1", "MQTT_CA_CERTS": str(directory / "certs" / "ca.crt")}
+    if settings.control_user:
+        values["MQTT_USERNAME"] = settings.control_user
     # quoted: people paste or eval these lines, and a directory may hold spaces
-    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+    if settings.control_secret:
+        secret = shlex.quote(str(directory / CONTROL_SECRET_NAME))
+        lines.append(f'export MQTT_PASSWORD="$(cat {secret})"')
+    if settings.require_certificate:
+        lines.append(f"# mTLS: orchestrate broker cert NAME --dir {shlex.quote(str(directory))}")
+    return "\n".join(lines)
+
+
+ANONYMOUS_OPTION = click.option(
+    "--allow-anonymous",
+    is_flag=True,
+    help="Let clients in without a user (loopback listeners only; development).",
+)
 
 
 @click.group()
@@ -56,6 +74,12 @@ def broker() -> None:
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Listener address.")
 @click.option("--tls", is_flag=True, help="TLS listener; creates a test CA unless one exists.")
 @click.option(
+    "--require-certificate",
+    is_flag=True,
+    help="mTLS (implies --tls): clients need a certificate from `broker cert`.",
+)
+@ANONYMOUS_OPTION
+@click.option(
     "--user",
     "workers",
     multiple=True,
@@ -67,7 +91,7 @@ def broker() -> None:
     "controls",
     multiple=True,
     metavar="NAME:PASS",
-    help="A control-room user: may only read <prefix>/+/events.",
+    help="A control-room user: reads <prefix>/+/events (default: one is generated).",
 )
 @click.option("--prefix", default="jobs", show_default=True, help="Topic prefix.")
 @click.pass_context
@@ -77,16 +101,22 @@ def config_command(
     port: int | None,
     bind: str,
     tls: bool,
+    require_certificate: bool,
+    allow_anonymous: bool,
     workers: tuple[str, ...],
     controls: tuple[str, ...],
     prefix: str,
 ) -> None:
-    """Write mosquitto.conf, the password file and the ACL (users turn off anonymous access)."""
+    """Write mosquitto.conf, the password file and the ACL (no anonymous clients)."""
     target = broker_dir(ctx, directory)
     users = [BrokerUser.parse(spec, "worker") for spec in workers]
     users += [BrokerUser.parse(spec, "control") for spec in controls]
+    tls = tls or require_certificate
     port = check_port(port if port is not None else (8883 if tls else 1883))
-    conf = write_config(target, port=port, bind=bind, tls=tls, users=users, topic_prefix=prefix)
+    conf = write_config(
+        target, port=port, bind=bind, tls=tls, users=users, topic_prefix=prefix,
+        allow_anonymous=allow_anonymous, require_certificate=require_certificate,
+    )  # fmt: skip
     click.echo(f"wrote {conf}")
     settings = read_settings(target)
     assert settings is not None
@@ -96,23 +126,41 @@ def config_command(
 @broker.command("start")
 @DIR_OPTION
 @click.option("--port", type=int, default=None, help="Listener port (rewrites the config).")
+@ANONYMOUS_OPTION
 @click.pass_context
-def start_command(ctx: click.Context, directory: Path | None, port: int | None) -> None:
-    """Start mosquitto in the background (a plain loopback config if none exists yet)."""
+def start_command(
+    ctx: click.Context, directory: Path | None, port: int | None, allow_anonymous: bool
+) -> None:
+    """Start mosquitto in the background (a hardened loopback config if none exists yet)."""
     target = broker_dir(ctx, directory)
     if port is not None:
         check_port(port)
     # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).
     process = Mosquitto(target, binary=os.environ.get("ORCHESTRATE_MOSQUITTO") or None)
     process.require_stopped()  # before the config is touched: a refused start changes nothing
+    process.executable()
     if not (target / CONFIG_NAME).exists():
-        write_config(target, port=port or 1883)
+        write_config(target, port=port or 1883, allow_anonymous=allow_anonymous)
+    elif allow_anonymous:
+        raise click.UsageError("--allow-anonymous is for a new config: use broker config")
     elif port is not None:
         rewrite_port(target, port)
     pid = process.start()
     settings = process.settings
     click.echo(f"mosquitto running (pid {pid}) on {settings.bind}:{settings.port}")
     click.echo(env_hint(target, settings))
+
+
+@broker.command("cert")
+@click.argument("name")
+@DIR_OPTION
+@click.pass_context
+def cert_command(ctx: click.Context, name: str, directory: Path | None) -> None:
+    """Issue a client certificate NAME from this broker's test CA (for --require-certificate)."""
+    target = broker_dir(ctx, directory)
+    issued = issue_client_cert(target / "certs", name)
+    click.echo(f"export MQTT_CERTFILE={shlex.quote(str(issued.cert))}")
+    click.echo(f"export MQTT_KEYFILE={shlex.quote(str(issued.key))}")
 
 
 @broker.command("stop")

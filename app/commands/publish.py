@@ -3,15 +3,21 @@
 The agent's hot path: it runs once per event from inside a pane, so it imports
 nothing heavy (no Textual, libtmux, Spark; paho only when there is a broker).
 
-Two ways, chosen by where the registry is:
+An event counts as delivered once it is in the registry. Two ways, chosen by
+where the registry is:
 * on this host (the state dir holds ``state.db``): the event is recorded
   locally first (seq allocation, signing, status move and bus append in one
   transaction), then handed to MQTT when the job has a broker;
-* on another host (no ``state.db`` here, or ``--remote``): the agent only
-  publishes over MQTT. The broker comes from ``MQTT_*``, the token from
-  ``ORCHESTRATE_JOB_TOKEN`` and the seq from a counter file
-  (``registry.remote_seq``); the control room's ingest bridge records it.
-  This path does not import the registry's database code at all.
+* on another host (no ``state.db`` here, or ``--remote``): the event is stored
+  in this host's outbox (``<state dir>/outbox/``, on disk before anything is
+  sent; its seq from ``registry.remote_seq``), then published over MQTT. The
+  broker comes from ``MQTT_*`` and the token from ``ORCHESTRATE_JOB_TOKEN``;
+  the control room's ingest bridge records it and confirms it, and only then
+  does the outbox let it go. Exit 0 means: in the outbox and acknowledged by
+  the broker. Whatever is not confirmed yet when this exits is re-sent by a
+  background ``orchestrate publish --flush --follow`` (``app.commands.flusher``),
+  which this starts when none runs. This path does not import the registry's
+  database code.
 """
 
 from __future__ import annotations
@@ -29,11 +35,16 @@ from registry.events import Event, build_event
 
 if TYPE_CHECKING:
     from bus.mqtt_config import BrokerConfig
+    from bus.outbox import OutboxMessage
+    from registry.delivery import AgentOutbox
     from registry.jobs import Recorded
     from registry.records import Job
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
 TOPIC_PREFIX_ENV = "ORCHESTRATE_TOPIC_PREFIX"
+# How long a publish waits for the control room's confirmation when no flusher
+# runs (it is usually there in a few ms); without one a flusher is started.
+CONFIRM_WAIT_S = 1.0
 
 
 def parse_data(text: str | None) -> dict[str, object]:
@@ -82,6 +93,20 @@ def parse_data(text: str | None) -> dict[str, object]:
     metavar="TOPIC",
     help="Remote only: the job's topic prefix (default: jobs/<job>).",
 )
+@click.option(
+    "--flush",
+    is_flag=True,
+    help="Send this host's outbox (events the control room has not confirmed) and wait.",
+)
+@click.option(
+    "--wait",
+    "wait_s",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0, 3600),
+    help="--flush: seconds to wait for the confirmations.",
+)
+@click.option("--follow", is_flag=True, hidden=True, help="--flush: the background flusher.")
 @click.pass_context
 def publish(
     ctx: click.Context,
@@ -93,9 +118,15 @@ def publish(
     raw: BinaryIO | None,
     remote: bool,
     topic_prefix: str | None,
+    flush: bool,
+    wait_s: float,
+    follow: bool,
 ) -> None:
     """Publish one event for a job: recorded locally, then sent to remote subscribers."""
     settings: Settings = ctx.obj
+    if flush or follow:
+        flush_outbox(settings, follow=follow, wait_s=wait_s)
+        return
     remote = remote or not settings.db_path.exists()
     if raw is not None:
         if remote:
@@ -135,13 +166,14 @@ def publish_remote(
     topic_prefix: str,
     attempts: int,
 ) -> None:
-    """An agent whose registry is on another host: build, sign, send over MQTT.
+    """An agent whose registry is on another host: build, sign, keep in the outbox,
+    send over MQTT.
 
     Everything is validated before the seq is taken, so bad input costs no seq.
     """
     from bus.errors import MqttConfigError
     from bus.mqtt_config import resolve_broker, validate_publish_topic
-    from registry.remote_seq import next_seq
+    from registry.delivery import AgentOutbox
     from registry.signing import sign
 
     config = resolve_broker(os.environ, None)
@@ -152,18 +184,90 @@ def publish_remote(
         )
     topic = validate_publish_topic(f"{topic_prefix.rstrip('/')}/events")
     build_event(job_id, 1, event, detail, data)  # refuse bad input before taking a seq
-    built = build_event(job_id, next_seq(settings.state_dir, job_id), event, detail, data)
-    if token:
-        built = sign(built, token)
-    else:
+
+    def make_event(seq: int) -> Event:
+        built = build_event(job_id, seq, event, detail, data)
+        return sign(built, token) if token else built
+
+    box = AgentOutbox(settings.state_dir)
+    try:
+        queued = box.queue(job_id, topic, config.url, make_event)
+        if not token:
+            click.echo(
+                f"orchestrate: warning: {TOKEN_ENV} is not set; job {job_id} seq "
+                f"{queued.position} goes unsigned (a job that signs will drop it)",
+                err=True,
+            )
+        sys.stdout.write(queued.payload.decode("utf-8") + "\n")
+        sys.stdout.flush()
+        deliver_queued(settings, box, config, queued, attempts)
+    finally:
+        box.close()
+
+
+def deliver_queued(
+    settings: Settings,
+    box: AgentOutbox,
+    config: BrokerConfig,
+    queued: OutboxMessage,
+    attempts: int,
+) -> None:
+    """Send an event the outbox holds; leave a background flusher to finish the job
+    when the control room has not confirmed everything (see the module doc)."""
+    from app.commands.flusher import flusher_running, start_flusher
+    from bus.errors import BrokerAuthError, MqttConfigError, MqttError, MqttTlsError, PublishRefused
+    from bus.outbox_sender import deliver
+    from registry.delivery import applied_topic
+
+    running = flusher_running(settings.state_dir, config.url)
+    where = f"job {queued.stream} seq {queued.position}"
+    try:
+        confirmation = deliver(
+            config, queued, applied_topic(queued.topic),
+            confirm_wait=0 if running else CONFIRM_WAIT_S, attempts=attempts,
+        )  # fmt: skip
+    except PublishRefused as exc:
+        box.outbox.discard(queued)  # refused now, refused on every try
+        click.echo(f"orchestrate: {where} was refused by the broker, not kept: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except MqttError as exc:
+        if not isinstance(exc, (BrokerAuthError, MqttTlsError, MqttConfigError)):
+            if not running:
+                start_flusher(settings.state_dir)
+            how = "a background `orchestrate publish --flush` sends it when the broker answers"
+        else:
+            how = "`orchestrate publish --flush` sends it once the broker lets this host in"
         click.echo(
-            f"orchestrate: warning: {TOKEN_ENV} is not set; job {job_id} seq {built.seq} "
-            "goes unsigned (a job that signs will drop it)",
+            f"orchestrate: {where} is not at the broker yet, and waits in this host's "
+            f"outbox (do not publish it again; {how}): {exc}",
             err=True,
         )
-    sys.stdout.write(built.to_bytes().decode("utf-8") + "\n")
-    sys.stdout.flush()
-    send_or_exit(config, topic, built, attempts, f" (the next event takes seq {built.seq + 1})")
+        sys.exit(exc.exit_code)
+    if confirmation is not None and confirmation.has(queued.position):
+        box.outbox.confirm(queued.stream, confirmation)
+    else:
+        box.outbox.mark_sent([queued])
+        if confirmation is not None:
+            box.outbox.confirm(queued.stream, confirmation)
+    if not running and box.outbox.pending_count(config.url):
+        start_flusher(settings.state_dir)
+
+
+def flush_outbox(settings: Settings, *, follow: bool, wait_s: float) -> None:
+    """`publish --flush`: send what the outbox holds; exit 1 if some stays unconfirmed."""
+    from app.commands.flusher import flush
+
+    confirmed, left = flush(settings.state_dir, follow=follow, wait_s=wait_s)
+    if follow:
+        return
+    if left:
+        click.echo(
+            f"orchestrate: {left} event(s) still wait in the outbox: not confirmed by the "
+            f"control room within {wait_s:g} s (is its ingest running, the broker up?)",
+            err=True,
+        )
+        sys.exit(1)
+    click.echo(f"orchestrate: outbox empty ({confirmed} confirmed)", err=True)
 
 
 def send_remote(job: Job, recorded: Recorded, attempts: int) -> None:

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bus.broker import free_port
+from bus.broker import control_password, free_port
+from bus.errors import BrokerAuthError
 from bus.mqtt import BrokerConfig, publish_once
 from tests.mqtt.conftest import MOSQUITTO
 
 CONFIG_FILES = ("mosquitto.conf", "broker.json")
+
+
+@pytest.fixture
+def broker_tmp() -> Iterator[Path]:
+    """A directory user ``mosquitto`` can reach when the tests run as root (pytest's
+    own tree is 0700, and the broker never runs as root)."""
+    directory = Path(tempfile.mkdtemp(prefix="orchestrate-broker-cli-"))
+    directory.chmod(0o711)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def one_line_error(result) -> str:  # type: ignore[no-untyped-def]
@@ -21,9 +36,9 @@ def one_line_error(result) -> str:  # type: ignore[no-untyped-def]
     return str(lines[0])
 
 
-def test_config_writes_hardened_files(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_config_writes_hardened_files(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
     """TLS, password file and ACL, persistence traps handled, secrets 0600."""
-    target = tmp_path / "b"
+    target = broker_tmp / "b"
     result = cli(
         "broker", "config", "--dir", str(target), "--tls",
         "--control", "hq:hq-pass", "--user", "w1:w1-pass:0000aaaa", "--user", "w2:w2-pass",
@@ -32,16 +47,20 @@ def test_config_writes_hardened_files(cli, tmp_path: Path) -> None:  # type: ign
     assert "MQTT_TLS=1" in result.stdout and "MQTT_PORT=8883" in result.stdout
     conf = (target / "mosquitto.conf").read_text()
     for line in (
-        "persistence true", "autosave_interval 100", "max_queued_messages 0",
+        "persistence true", "autosave_interval 100", "max_queued_messages 100000",
+        "max_queued_bytes 134217728", "max_packet_size 131072",
         "allow_anonymous false", "listener 8883 127.0.0.1", "tls_version tlsv1.2",
     ):  # fmt: skip
         assert line in conf.splitlines()
+    assert "user root" not in conf and "require_certificate" not in conf
     acl = (target / "acl").read_text()
-    assert "user hq\ntopic read jobs/+/events" in acl
-    assert "user w1\ntopic write jobs/0000aaaa/events" in acl
+    assert "user hq\ntopic read jobs/+/events\ntopic write jobs/+/applied" in acl
+    assert "user w1\ntopic write jobs/0000aaaa/events\ntopic read jobs/0000aaaa/applied" in acl
     assert "user w2\ntopic write jobs/w2/events" in acl
+    assert "readwrite" not in acl, "no anonymous section"
     passwd = (target / "passwd").read_text()
-    assert passwd.startswith("w1:") and "w1-pass" not in passwd
+    assert passwd.startswith("w1:$7$") and "w1-pass" not in passwd
+    assert "MQTT_USERNAME=hq" in result.stdout and "MQTT_PASSWORD" not in result.stdout
     for secret in ("passwd", "acl", "certs/server.key", "certs/ca.key"):
         assert stat.S_IMODE((target / secret).stat().st_mode) == 0o600
 
@@ -67,13 +86,15 @@ def test_bad_input_is_one_line(cli, args: list[str], fragment: str) -> None:  # 
         (["--bind", "127.0.0.1\nallow_anonymous true"], "bind address must be"),
         (["--user", "w1:p", "--user", "w1:q"], "broker user 'w1' is given twice"),
         (["--user", "hq:p", "--control", "hq:q"], "broker user 'hq' is given twice"),
+        (["--bind", "0.0.0.0", "--allow-anonymous"], "only for a loopback listener, not 0.0.0.0"),
+        (["--user", "orchestrate-control:p"], "is the generated control user"),
     ],
 )
 def test_config_refuses_a_bad_bind_or_a_user_named_twice(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, flags: list[str], fragment: str
+    cli, broker_tmp: Path, flags: list[str], fragment: str
 ) -> None:
     """Either was written as given: `listener 1883 not an ip`, two passwords for w1."""
-    target = tmp_path / "b"
+    target = broker_tmp / "b"
     assert cli("broker", "config", "--dir", str(target)).returncode == 0
     before = {path.name: path.read_bytes() for path in target.iterdir() if path.is_file()}
     assert fragment in one_line_error(cli("broker", "config", "--dir", str(target), *flags))
@@ -81,15 +102,33 @@ def test_config_refuses_a_bad_bind_or_a_user_named_twice(  # type: ignore[no-unt
 
 
 @pytest.mark.parametrize("bind", ["0.0.0.0", "::1", "localhost", "broker.example.org"])
-def test_config_takes_ip_addresses_and_host_names(cli, tmp_path: Path, bind: str) -> None:  # type: ignore[no-untyped-def]
-    result = cli("broker", "config", "--dir", str(tmp_path / "b"), "--bind", bind)
+def test_config_takes_ip_addresses_and_host_names(cli, broker_tmp: Path, bind: str) -> None:  # type: ignore[no-untyped-def]
+    result = cli("broker", "config", "--dir", str(broker_tmp / "b"), "--bind", bind)
     assert result.returncode == 0, result.stderr
-    assert f"listener 1883 {bind}" in (tmp_path / "b" / "mosquitto.conf").read_text()
+    assert f"listener 1883 {bind}" in (broker_tmp / "b" / "mosquitto.conf").read_text()
 
 
-def test_config_exports_are_shell_quoted(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_mtls_config_and_a_client_certificate(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """--require-certificate implies TLS; `broker cert` issues a client certificate
+    from the same test CA and prints where it is (the key 0600)."""
+    target = broker_tmp / "b"
+    result = cli("broker", "config", "--dir", str(target), "--require-certificate")
+    assert result.returncode == 0, result.stderr
+    conf = (target / "mosquitto.conf").read_text().splitlines()
+    assert "require_certificate true" in conf and "listener 8883 127.0.0.1" in conf
+    issued = cli("broker", "cert", "worker-1", "--dir", str(target))
+    assert issued.returncode == 0, issued.stderr
+    key = target / "certs" / "client-worker-1.key"
+    assert f"export MQTT_KEYFILE={key}" in issued.stdout.splitlines()
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert "client name must be" in one_line_error(
+        cli("broker", "cert", "../x", "--dir", str(target))
+    )
+
+
+def test_config_exports_are_shell_quoted(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
     """The export lines are meant to be pasted into a shell: a path with a space stays one word."""
-    target = tmp_path / "my broker"
+    target = broker_tmp / "my broker"
     result = cli("broker", "config", "--dir", str(target), "--tls")
     assert result.returncode == 0, result.stderr
     assert f"export MQTT_CA_CERTS='{target / 'certs' / 'ca.crt'}'" in result.stdout.splitlines()
@@ -101,26 +140,46 @@ def test_start_without_mosquitto_is_one_line(cli) -> None:  # type: ignore[no-un
 
 
 @pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
-def test_start_status_stop(cli, state_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    """A dev broker in the state dir: started detached, reachable, stopped by pid file."""
+def test_start_status_stop(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """A dev broker: started detached with a generated control user (anonymous
+    clients refused), reachable with the printed env, stopped by pid file."""
+    home = broker_tmp / "broker"
+    at = ("--dir", str(home))
     port = free_port()
-    started = cli("broker", "start", "--port", str(port))
+    started = cli("broker", "start", "--port", str(port), *at)
     try:
         assert started.returncode == 0, started.stderr
         assert f"MQTT_PORT={port}" in started.stdout
-        assert (state_dir / "broker" / "mosquitto.pid").exists()
-        assert cli("broker", "status").returncode == 0
-        assert "already running" in one_line_error(cli("broker", "start"))
-        files = {name: (state_dir / "broker" / name).read_text() for name in CONFIG_FILES}
+        assert "MQTT_USERNAME=orchestrate-control" in started.stdout
+        assert f'export MQTT_PASSWORD="$(cat {home / "control.secret"})"' in started.stdout
+        assert (home / "mosquitto.pid").exists()
+        assert cli("broker", "status", *at).returncode == 0
+        assert "already running" in one_line_error(cli("broker", "start", *at))
+        files = {name: (home / name).read_text() for name in CONFIG_FILES}
         other_port = str(free_port())
-        refused = cli("broker", "start", "--port", other_port)  # refused: changes nothing
+        refused = cli("broker", "start", "--port", other_port, *at)  # refused: changes nothing
         assert "already running" in one_line_error(refused)
-        assert {name: (state_dir / "broker" / name).read_text() for name in CONFIG_FILES} == files
-        assert f"on 127.0.0.1:{port}" in cli("broker", "status").stdout
-        publish_once(BrokerConfig("127.0.0.1", port), "jobs/0000aaaa/events", b"hello")
+        assert {name: (home / name).read_text() for name in CONFIG_FILES} == files
+        assert f"on 127.0.0.1:{port}" in cli("broker", "status", *at).stdout
+        password = control_password(home)
+        assert password and stat.S_IMODE((home / "control.secret").stat().st_mode) == 0o600
+        with pytest.raises(BrokerAuthError):
+            publish_once(BrokerConfig("127.0.0.1", port), "jobs/0000aaaa/applied", b"anonymous")
+        control = BrokerConfig("127.0.0.1", port, username="orchestrate-control", password=password)
+        publish_once(control, "jobs/0000aaaa/applied", b"hello")
     finally:
-        stopped = cli("broker", "stop")
+        stopped = cli("broker", "stop", *at)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
-    status = cli("broker", "status")
+    status = cli("broker", "status", *at)
     assert status.returncode == 1 and "not running" in status.stdout
-    assert not (state_dir / "broker" / "mosquitto.pid").exists()
+    assert not (home / "mosquitto.pid").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's broker drops privileges")
+def test_as_root_a_directory_the_broker_user_cannot_reach_is_refused(  # type: ignore[no-untyped-def]
+    cli, state_dir: Path
+) -> None:
+    """It used to be written `user root`; now one line names the way out, nothing is written."""
+    result = cli("broker", "config")  # <state dir>/broker, under pytest's private tree
+    assert "cannot reach" in one_line_error(result) and "--dir" in result.stderr
+    assert not (state_dir / "broker" / "mosquitto.conf").exists()
