@@ -45,6 +45,8 @@ LEGAL = [
     (WORKER, "IN_REVIEW", "APPROVED"),
     (WORKER, "IN_REVIEW", "WORKING"),
     (WORKER, "APPROVED", "COMPLETED"),
+    (WORKER, "CANCELLED", "WORKING"),
+    (WORKER, "FAILED", "WORKING"),
     *[
         (WORKER, live, end)
         for live in ("ASSIGNED", "WORKING", "IN_REVIEW", "APPROVED")
