@@ -1,8 +1,8 @@
 """A diff read once from git and split per file: counts, paths and patch text.
 
-One `git diff -z --numstat --patch` gives both the counts (NUL-separated, so
-any path survives) and the patch; the n-th patch section belongs to the n-th
-numstat record, as git writes both from the same queue.
+One `git diff -z --raw --numstat --patch` gives the kinds, the counts
+(NUL-separated, so any path survives) and the patch; the n-th record of each
+part belongs to the same file, as git writes all three from one queue.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ _HEADER = b"\ndiff --git "
 
 @dataclass(frozen=True)
 class FileDiff:
-    """One file's change: its path (and old path for a rename), line counts, patch."""
+    """One file's change: its kind (git's status letter: A, D, M, R, C, T), its path
+    (and old path for a rename or copy), its line counts, and its patch."""
 
     path: str
     old_path: str | None
+    change: str
     added: int | None  # None for a binary file
     deleted: int | None
     patch: bytes
@@ -40,18 +42,6 @@ class FileDiff:
     @property
     def binary(self) -> bool:
         return self.added is None
-
-    @property
-    def change(self) -> str:
-        """A one-letter kind, as `git status` shows it: A, D, M or R."""
-        if self.old_path is not None:
-            return "R"
-        head = self.patch[:400]
-        if b"\nnew file mode " in head:
-            return "A"
-        if b"\ndeleted file mode " in head:
-            return "D"
-        return "M"
 
     @property
     def text(self) -> str:
@@ -77,37 +67,62 @@ class Diff:
 
 def read_diff(cwd: Path | str, old: str, new: str, *, patch: bool = True) -> Diff:
     """The diff from commit or tree ``old`` to ``new``, read in one git call
-    (``patch=False``: the counts only)."""
-    args = ["diff", "-z", "--numstat", *(["--patch"] if patch else []), *DIFF_OPTIONS, old, new]
-    result = run_git([*args, "--"], cwd)
+    (``patch=False``: the kinds and counts only)."""
+    wanted = ["--raw", "--numstat", *(["--patch"] if patch else [])]
+    result = run_git(["diff", "-z", *wanted, *DIFF_OPTIONS, old, new, "--"], cwd)
     return parse_diff(result.stdout)
 
 
+class _Fields:
+    """A cursor over NUL-terminated fields."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def peek(self) -> bytes:
+        return self.data[self.position : self.position + 1]
+
+    def take(self) -> bytes:
+        end = self.data.index(b"\0", self.position)
+        field = self.data[self.position : end]
+        self.position = end + 1
+        return field
+
+
 def parse_diff(output: bytes) -> Diff:
-    """Split `git diff -z --numstat --patch` output into per-file changes."""
-    stats: list[tuple[str, str | None, int | None, int | None]] = []
-    position = 0
-    while position < len(output):
-        end = output.index(b"\0", position)
-        record = output[position:end]
-        position = end + 1
-        if not record:  # the NUL that separates the numstat records from the patch
-            break
-        added, deleted, path = record.split(b"\t", 2)
-        old_path: str | None = None
-        if not path:  # a rename: the old and the new path follow as their own fields
-            end = output.index(b"\0", position)
-            old_path = _path(output[position:end])
-            position = end + 1
-            end = output.index(b"\0", position)
-            path = output[position:end]
-            position = end + 1
-        stats.append((_path(path), old_path, _count(added), _count(deleted)))
-    patch = output[position:]
+    """Split `git diff -z --raw --numstat [--patch]` output into per-file changes:
+    the raw records (kind, paths), as many numstat records (counts), a NUL, the patch."""
+    fields = _Fields(output)
+    raw: list[tuple[str, str | None, str]] = []
+    while fields.peek() == b":":
+        kind = fields.take().split()[-1].decode("ascii", "replace")[:1]
+        first = _path(fields.take())
+        if kind in ("R", "C"):
+            raw.append((kind, first, _path(fields.take())))
+        else:
+            raw.append((kind, None, first))
+    counts: list[tuple[int | None, int | None]] = []
+    for _ in raw:
+        added, deleted, path = fields.take().split(b"\t", 2)
+        if not path:  # a rename or copy: its two paths follow as fields of their own
+            fields.take()
+            fields.take()
+        counts.append((_count(added), _count(deleted)))
+    if fields.peek() == b"\0":  # the NUL between the records and the patch
+        fields.position += 1
+    patch = output[fields.position :]
     sections = _sections(patch)
     files = tuple(
-        FileDiff(path, old_path, added, deleted, sections[n] if n < len(sections) else b"")
-        for n, (path, old_path, added, deleted) in enumerate(stats)
+        FileDiff(
+            path=path,
+            old_path=old_path,
+            change=kind,
+            added=counts[n][0],
+            deleted=counts[n][1],
+            patch=sections[n] if n < len(sections) else b"",
+        )
+        for n, (kind, old_path, path) in enumerate(raw)
     )
     return Diff(files=files, patch=patch)
 

@@ -41,10 +41,11 @@ class MergeTree:
         return not self.conflicts
 
 
-def merge_tree(repo: Repository, ours: str, theirs: str) -> MergeTree:
-    """Merge ``theirs`` into ``ours`` without a work tree or index (git >= 2.38)."""
+def merge_tree(cwd: Path, ours: str, theirs: str) -> MergeTree:
+    """Merge ``theirs`` into ``ours`` without a work tree or index (git >= 2.38), in
+    any work tree of the repository (``cwd``)."""
     result = run_git(
-        ["merge-tree", "--write-tree", "--name-only", "-z", ours, theirs], repo.toplevel, ok=(0, 1)
+        ["merge-tree", "--write-tree", "--name-only", "-z", ours, theirs], cwd, ok=(0, 1)
     )
     fields = result.fields
     tree = fields[0] if fields else ""
@@ -75,14 +76,12 @@ def merge_tree(repo: Repository, ours: str, theirs: str) -> MergeTree:
     return MergeTree(tree, tuple(Conflict(path, tuple(kinds[path])) for path in unique))
 
 
-def commit_tree(
-    repo: Repository, tree: str, parents: list[str], message: str, env: dict[str, str]
-) -> str:
+def commit_tree(cwd: Path, tree: str, parents: list[str], message: str, env: dict[str, str]) -> str:
     """A commit of ``tree`` on ``parents``; nothing points at it yet."""
     args = ["commit-tree", tree]
     for parent in parents:
         args += ["-p", parent]
-    return run_git([*args, "-F", "-"], repo.toplevel, env=env, stdin=message.encode()).text
+    return run_git([*args, "-F", "-"], cwd, env=env, stdin=message.encode()).text
 
 
 def commit_all(worktree: Path, message: str, env: dict[str, str]) -> str | None:

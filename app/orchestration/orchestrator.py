@@ -21,6 +21,7 @@ from pathlib import Path
 from app.orchestration import agents as agent_kinds
 from app.orchestration.errors import AgentNotStarted, NotWaitingForPermission
 from app.orchestration.reconcile import Reconciler, ReconcileReport, pane_gone_reason
+from app.review.worktree import WorktreePlan, prepare_worktree
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import InvalidStopMode, TmuxError
@@ -111,8 +112,13 @@ class Orchestrator:
         sign: bool = True,
         workdir: str | Path | None = None,
         env: Mapping[str, str] | None = None,
+        worktree: WorktreePlan | None = None,
     ) -> Job:
         """Register a job and start its agent in a pane of `agent_session`'s tmux session.
+
+        With a `worktree` plan (app/review/worktree.py, checked before this call),
+        the job gets branch `orchestrate/<job_id>` and its own work tree, and the
+        agent starts there.
 
         Everything that can be checked is checked before the job is stored (tmux
         present, the label usable as a tmux session name, an agent command known),
@@ -136,6 +142,8 @@ class Orchestrator:
             expected_artifacts=artifacts,
             sign_events=sign,
         )
+        if worktree is not None:
+            directory = prepare_worktree(self.settings, self.registry, job.job_id, worktree).workdir
         agent_kinds.save_launch(self.job_dir(job.job_id), argv, directory)
         return self._start(job, argv, directory, env, why="picked by submit")
 

@@ -200,3 +200,13 @@ def on_work_finished(
     completed event, or going idle after its task): a work-tree job comes up for
     review. A no-op (None) for any other job."""
     return ReviewFlow(settings).on_work_finished(job_id, why)
+
+
+def review_why(settings: Settings, registry: Registry, job_id: str) -> str | None:
+    """Why a work-tree job's review is where it is (caught up with the job first);
+    None for a job without a work tree."""
+    flow = ReviewFlow(settings, registry=registry)
+    if flow.reviews.find(job_id) is None:
+        return None
+    flow.follow_jobs()
+    return flow.reviews.why(job_id)

@@ -76,12 +76,12 @@ def _merge(flow: ReviewFlow, review: Review, mode: str) -> Approval:
                 (head, ()) if repo.is_ancestor(base_tip, head) else rebase(worktree, base_tip)
             )
         else:
-            outcome = merge_tree(repo, base_tip, head)
+            outcome = merge_tree(repo.toplevel, base_tip, head)
             conflicts = outcome.conflicts
             target = ""
             if outcome.clean:
                 target = commit_tree(
-                    repo,
+                    repo.toplevel,
                     outcome.tree,
                     [base_tip, head] if mode == "merge" else [base_tip],
                     _message(review, mode, title, repo, base_tip, head),

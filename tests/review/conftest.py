@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: make git_repos
 from git_repos import make_repo
 
 from app.settings import Settings
+from app.tmux.driver import TmuxDriver
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +34,35 @@ def hermetic_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def repo(tmp_path: Path) -> Path:
     return make_repo(
         tmp_path / "repo",
-        {"README.md": "hello\n", "src/app.py": "def main():\n    return 1\n"},
+        {
+            "README.md": "hello\n",
+            "src/app.py": "def main():\n    return 1\n",
+            ".gitignore": ".agent-inbox\n",
+        },
     )
 
 
 @pytest.fixture
 def settings(state_dir: Path) -> Settings:
     return Settings(state_dir=state_dir)
+
+
+@pytest.fixture
+def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A private tmux socket for this test (CLI subprocesses too); its server is reaped."""
+    name = f"orch_test_{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("ORCHESTRATE_TMUX_SOCKET", name)
+    try:
+        yield name
+    finally:
+        TmuxDriver(name).server.cmd("kill-server")
+        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
+        (base / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def agent_cmd() -> str:
+    """`--agent-cmd` for the fake agent (the prompt as a path, so its stdin is the pane)."""
+    return shlex.join([sys.executable, str(Path(__file__).parent / "fake_agent.py")]) + (
+        " {prompt_file}"
+    )
