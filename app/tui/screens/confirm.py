@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,7 +28,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     BINDINGS = [Binding("escape", "dismiss(False)", "Cancel", show=False)]
 
-    def __init__(self, question: str, confirm_label: str) -> None:
+    def __init__(self, question: str | Text, confirm_label: str) -> None:
+        """``question`` as a `Text` when it holds data (a branch, a path): a `str` is markup."""
         super().__init__()
         self.question = question
         self.confirm_label = confirm_label
