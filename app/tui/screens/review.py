@@ -46,7 +46,7 @@ class ReviewScreen(Screen[None]):
     ReviewScreen #review-info { height: auto; max-height: 9; padding: 0 1; }
     ReviewScreen #review-split { height: 1fr; }
     ReviewScreen #review-files {
-        width: 38%; max-width: 64; height: 1fr; border: round $primary 50%;
+        width: 32%; max-width: 56; height: 1fr; border: round $primary 50%;
     }
     ReviewScreen #review-files:focus-within { border: round $primary; }
     ReviewScreen #review-diff { width: 1fr; height: 1fr; border: round $primary 50%; }
