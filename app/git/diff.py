@@ -73,6 +73,17 @@ def read_diff(cwd: Path | str, old: str, new: str, *, patch: bool = True) -> Dif
     return parse_diff(result.stdout)
 
 
+def read_worktree_diff(
+    worktree: Path, base: str, *, env: dict[str, str] | None = None, patch: bool = True
+) -> Diff:
+    """The diff from the merge base of ``base`` and HEAD to the work tree as it is
+    (`git diff --merge-base`: one git call). Untracked files count only when the
+    index (``env``'s GIT_INDEX_FILE) holds them as intent-to-add."""
+    wanted = ["--raw", "--numstat", *(["--patch"] if patch else [])]
+    args = ["diff", "-z", *wanted, *DIFF_OPTIONS, "--merge-base", base, "--"]
+    return parse_diff(run_git(args, worktree, env=env).stdout)
+
+
 class _Fields:
     """A cursor over NUL-terminated fields."""
 

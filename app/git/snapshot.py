@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +61,31 @@ def take_snapshot(worktree: Path) -> Snapshot:
         run_git(["add", "--all", "--", "."], worktree, env=env)
         tree = run_git(["write-tree"], worktree, env=env).text
     return Snapshot(head=head, tree=tree, head_tree=head_tree)
+
+
+@contextmanager
+def index_with_untracked(worktree: Path, paths: Sequence[str]) -> Iterator[dict[str, str]]:
+    """An environment whose index is a copy of the work tree's with ``paths`` (its
+    untracked files) added as intent-to-add, so `git diff` shows them as new files;
+    the work tree's own index is only read."""
+    index = run_git(["rev-parse", "--git-path", "index"], worktree).text
+    index_path = Path(index) if os.path.isabs(index) else worktree / index
+    with tempfile.TemporaryDirectory(prefix="orchestrate-index-") as scratch:
+        temporary = Path(scratch) / "index"
+        env = {"GIT_INDEX_FILE": str(temporary)}
+        if index_path.exists():
+            shutil.copyfile(index_path, temporary)
+        else:
+            run_git(["read-tree", "HEAD"], worktree, env=env)
+        if paths:  # literal: a file named like a glob ("[x].txt") means itself
+            names = b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths)
+            run_git(
+                ["add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                worktree,
+                env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+                stdin=names,
+            )
+        yield env
 
 
 def snapshot_commit(worktree: Path, snapshot: Snapshot) -> str:

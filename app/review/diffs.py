@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.git.diff import Diff, read_diff
+from app.git.diff import Diff, read_diff, read_worktree_diff
 from app.git.errors import BaseNotFound, GitCommandFailed
 from app.git.repo import Repository, branch_commit, merge_base
 from app.git.runner import run_git
-from app.git.snapshot import Snapshot, take_snapshot
+from app.git.snapshot import Snapshot, index_with_untracked, take_snapshot
 from registry.review import Review, ReviewSummary
 
 
@@ -92,6 +92,14 @@ def _base_tip(cwd: Path, review: Review) -> str:
 
 def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True) -> ReviewDiff:
     """The review's diff (``patch=False``: counts only) and the branch's commits."""
+    worktree = Path(review.worktree)
+    if review.removed_at is None and worktree.is_dir():
+        try:
+            return _read_live(review, worktree, patch=patch)
+        except GitCommandFailed:
+            if _has_branch(worktree, review.base):
+                raise
+            # the base branch is gone: diff from where the job started, below
     ends = _ends(review)
     with ThreadPoolExecutor(max_workers=2) as pool:
         listed = pool.submit(_commits, ends.cwd, ends.merge_base, ends.head) if commits else None
@@ -106,6 +114,49 @@ def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True
         diff=diff,
         commits=found,
     )
+
+
+def _read_live(review: Review, worktree: Path, *, patch: bool) -> ReviewDiff:
+    """A live work tree's diff with as few git processes in a row as possible: the
+    diff (`git diff --merge-base`), the tree's status and the commits run at once;
+    only untracked files cost a second diff, through an index that holds them."""
+    base = f"refs/heads/{review.base}"
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        diff_job = pool.submit(read_worktree_diff, worktree, base, patch=patch)
+        status_job = pool.submit(
+            run_git, ["status", "--porcelain", "-z", "--untracked-files=all"], worktree
+        )
+        ends = _branch_ends(worktree, base)
+        commits = _commits(worktree, ends[2], ends[1])
+        status = status_job.result().fields
+        diff = diff_job.result()
+    untracked = [entry[3:] for entry in status if entry.startswith("?? ")]
+    if untracked:
+        with index_with_untracked(worktree, untracked) as env:
+            diff = read_worktree_diff(worktree, base, env=env, patch=patch)
+    return ReviewDiff(
+        review=review,
+        base_tip=ends[0],
+        merge_base=ends[2],
+        head=ends[1],
+        dirty=bool(status),
+        diff=diff,
+        commits=commits,
+    )
+
+
+def _has_branch(cwd: Path, branch: str) -> bool:
+    try:
+        branch_commit(cwd, branch)
+    except BaseNotFound:
+        return False
+    return True
+
+
+def _branch_ends(worktree: Path, base: str) -> tuple[str, str, str]:
+    """(base tip, HEAD, their merge base)."""
+    tip, head = run_git(["rev-parse", base, "HEAD"], worktree).text.splitlines()
+    return tip, head, merge_base(worktree, tip, head) or tip
 
 
 def _commits(cwd: Path, merge_base: str, head: str) -> tuple[Commit, ...]:

@@ -2,8 +2,9 @@
 changes or discard it.
 
 The diff is read and laid out in a thread worker (`ReviewService.read`, then
-`DiffDocument.build`); the merge outlook (does it still merge, who else touches
-its files) follows in a second worker, as it snapshots every live job's tree.
+`DiffDocument.build`); once it is drawn, the merge outlook (does it still merge,
+who else touches its files) follows in a second worker, as it snapshots every
+live job's tree.
 Every action asks first, with Cancel focused.
 """
 
@@ -116,8 +117,9 @@ class ReviewScreen(Screen[None]):
         self.reload()
 
     def reload(self) -> None:
+        """Read the diff; the outlook follows once it is drawn (it snapshots every live
+        job's tree, and must not slow the diff down)."""
         self._read()
-        self._look()
 
     # -- reading (workers) --------------------------------------------------------
     @work(thread=True, exclusive=True, group="review-read", exit_on_error=False)
@@ -141,10 +143,12 @@ class ReviewScreen(Screen[None]):
         self.post_message(self.Looked(outlook))
 
     def on_review_screen_read(self, message: Read) -> None:
-        self.query_one("#review-files", ReviewFiles).show_files(message.read.diff.diff.files)
-        self.query_one("#review-diff", DiffView).show(message.document)
-        self.loaded = message.read
+        with self.app.batch_update():  # one frame for the files, the diff and the info
+            self.query_one("#review-files", ReviewFiles).show_files(message.read.diff.diff.files)
+            self.query_one("#review-diff", DiffView).show(message.document)
+            self.loaded = message.read
         self.reads += 1
+        self.call_after_refresh(self._look)
 
     def on_review_screen_looked(self, message: Looked) -> None:
         self.outlook = message.outlook
@@ -200,8 +204,7 @@ class ReviewScreen(Screen[None]):
     @on(DataTable.RowHighlighted, "#review-files")
     def _file_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The diff follows the file list's cursor."""
-        if event.row_key.value is not None:
-            self.query_one("#review-diff", DiffView).scroll_to_file(int(event.row_key.value))
+        self.query_one("#review-diff", DiffView).scroll_to_file(event.cursor_row)
 
     # -- actions --------------------------------------------------------------------
     def _state(self) -> str | None:

@@ -25,7 +25,7 @@ from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.color import Color
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -118,13 +118,15 @@ class DiffView(ScrollView, can_focus=True):
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
         self._theme: SyntaxTheme = Syntax.get_theme(SYNTAX_THEME)
         self._styles: dict[str, Style] = {}
+        self._frame_style = Style()
 
     def show(self, document: DiffDocument) -> None:
         """Show a new diff from its top (the document is built off the event loop)."""
         self.document = document
         self._cache.clear()
         self.virtual_size = Size(document.width + 1, len(document.lines))
-        self.scroll_to(0, 0, animate=False)
+        if self.scroll_offset != (0, 0):
+            self.scroll_to(0, 0, animate=False)
         self.refresh()
 
     def scroll_to_file(self, index: int) -> None:
@@ -170,21 +172,26 @@ class DiffView(ScrollView, can_focus=True):
             }
         return self._styles
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Every line of one frame with one look-up of the widget's style (walking the
+        DOM for it per line cost more than drawing the line)."""
+        self._frame_style = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
+        style = self._frame_style
         if index >= len(self.document.lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, style)
         strip = self._cache.get(index)
         if strip is None:
-            strip = self._render_diff_line(index)
+            strip = self._render_diff_line(index, style)
             self._cache[index] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_offsets(
-            scroll_x, index
-        )
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
 
-    def _render_diff_line(self, index: int) -> Strip:
+    def _render_diff_line(self, index: int, base: Style) -> Strip:
         line = self.document.lines[index]
         kind = self.document.kinds[index]
         styles = self._kind_styles()
@@ -194,7 +201,7 @@ class DiffView(ScrollView, can_focus=True):
         else:
             text = Text(line, no_wrap=True)
         text.stylize_before(styles[kind])
-        text.stylize_before(self.rich_style)
+        text.stylize_before(base)
         return Strip(text.render(self.app.console), cell_len(line))
 
     def _code(self, code: str, file_index: int) -> Text:

@@ -31,7 +31,8 @@ class ReviewFiles(DataTable[Text]):
     def show_files(self, files: Sequence[FileDiff]) -> None:
         """Replace the rows with these files, in the diff's order."""
         self.clear()
-        for index, item in enumerate(files):
+        rows: list[tuple[Text, Text, Text, Text]] = []
+        for item in files:
             name = f"{item.old_path} \u2192 {item.path}" if item.old_path else item.path
             kind = Text(item.change, style=theme_style(self.app, KIND_COLOURS.get(item.change, "")))
             if item.binary:
@@ -39,4 +40,5 @@ class ReviewFiles(DataTable[Text]):
             else:
                 added = Text(f"+{item.added}", style=theme_style(self.app, "success"))
                 deleted = Text(f"\u2212{item.deleted}", style=theme_style(self.app, "error"))
-            self.add_row(kind, Text(visible(name), no_wrap=True), added, deleted, key=str(index))
+            rows.append((kind, Text(visible(name), no_wrap=True), added, deleted))
+        self.add_rows(rows)  # row keys are generated: the cursor row is the file's index
