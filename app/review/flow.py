@@ -13,6 +13,7 @@ control room every few seconds, any `review` command, `job why`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,23 +61,29 @@ class ReviewFlow:
         settings: Settings,
         *,
         registry: Registry | None = None,
-        orchestrator: Orchestrator | None = None,
+        make_orchestrator: Callable[[], Orchestrator] | None = None,
         tmux_socket: str | None = None,
     ) -> None:
+        """``make_orchestrator``: where panes and cancels come from (the control room
+        shares its own); by default one is made for ``tmux_socket`` on first use."""
         self.settings = settings
         self.registry = registry if registry is not None else settings.open_registry()
         self.reviews = ReviewStore(self.registry.bus)
         self.tmux_socket = tmux_socket
-        self._orchestrator = orchestrator
+        self._make_orchestrator = make_orchestrator
+        self._orchestrator: Orchestrator | None = None
 
     @property
     def orchestrator(self) -> Orchestrator:
         """Panes and job cancels, made on first use (only request-changes and discard
         of a live job need tmux)."""
         if self._orchestrator is None:
-            from app.orchestration import Orchestrator
+            if self._make_orchestrator is not None:
+                self._orchestrator = self._make_orchestrator()
+            else:
+                from app.orchestration import Orchestrator
 
-            self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
+                self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
         return self._orchestrator
 
     # -- following the job ----------------------------------------------------------

@@ -186,7 +186,9 @@ class RegistrySource:
 
     def _review_flow(self) -> ReviewFlow:
         """The review flow over this registry (made in a worker, on first use)."""
-        return ReviewFlow(self.settings, registry=self.registry, orchestrator=self.orchestrator)
+        return ReviewFlow(
+            self.settings, registry=self.registry, make_orchestrator=lambda: self.orchestrator
+        )
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """A read on this thread's connection (errors become bus errors)."""
