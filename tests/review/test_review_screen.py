@@ -213,6 +213,7 @@ async def test_a_ten_thousand_line_diff_opens_and_scrolls_to_its_end(
     finish_job(settings, job_id)
     app = make_app(settings, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
+        app.animation_level = "none"  # end jumps: no frames drawn on the way down
         screen = await open_review(pilot, job_id)
         diff = screen.query_one(DiffView)
         assert len(diff.document.lines) > 10_000
@@ -220,7 +221,7 @@ async def test_a_ten_thousand_line_diff_opens_and_scrolls_to_its_end(
         await wait_until(pilot, lambda: diff.scroll_y == diff.max_scroll_y > 9_000, "the end")
         await pilot.pause()
         assert "value_9999 = 9999" in screen_text(app)
-        assert diff._cache.misses < 1_000  # only lines that came on screen were rendered
+        assert diff._cache.misses < 200  # only the lines that came on screen were rendered
 
 
 async def test_request_changes_pastes_the_text_into_the_agents_pane(
