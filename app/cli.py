@@ -15,7 +15,13 @@ from typing import Any
 
 import click
 
-from app.settings import Settings, SettingsError, busy_timeout_from_env, find_state_dir
+from app.settings import (
+    Settings,
+    SettingsError,
+    busy_timeout_from_env,
+    find_state_dir,
+    worktree_mode_from_env,
+)
 
 # command name -> "module:attribute"; each module is imported only when used.
 LAZY_COMMANDS: dict[str, str] = {
@@ -38,6 +44,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "doctor": "app.commands.doctor:doctor",
     "send": "app.commands.send:send",
     "attach": "app.commands.send:attach",
+    "review": "app.commands.review:review",
+    "gc": "app.commands.gc:gc",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
@@ -86,16 +94,18 @@ def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
     ctx.obj = Settings(
         state_dir=find_state_dir(state_dir),
         busy_timeout_ms=busy_timeout_from_env(),
+        worktree=worktree_mode_from_env(),
     )
 
 
 def domain_errors() -> tuple[type[Exception], ...]:
     """The error types a command turns into one line on stderr and an exit code."""
+    from app.git.errors import GitError
     from app.tmux.errors import TmuxError
     from bus.errors import BusError
     from registry.errors import RegistryError
 
-    return (BusError, RegistryError, TmuxError, SettingsError)
+    return (BusError, RegistryError, TmuxError, GitError, SettingsError)
 
 
 def main(argv: list[str] | None = None) -> None:

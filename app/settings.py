@@ -69,6 +69,20 @@ def idle_grace_from_env(env: Mapping[str, str] | None = None) -> float:
     return seconds
 
 
+WORKTREE_ENV = "ORCHESTRATE_WORKTREE"
+WORKTREE_MODES = ("off", "auto")
+
+
+def worktree_mode_from_env(env: Mapping[str, str] | None = None) -> str:
+    """ORCHESTRATE_WORKTREE: `auto` gives every `submit` run inside a git work tree its
+    own branch and work tree (as `--worktree` does); `off` (the default) only on asking."""
+    env = os.environ if env is None else env
+    text = env.get(WORKTREE_ENV, "").strip().lower() or "off"
+    if text not in WORKTREE_MODES:
+        raise SettingsError(f"{WORKTREE_ENV} must be off or auto, got {text[:24]!r}")
+    return text
+
+
 def find_state_dir(
     flag: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Path:
@@ -106,6 +120,7 @@ class Settings:
 
     state_dir: Path
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+    worktree: str = "off"  # "auto": submit in a git work tree gets its own (WORKTREE_ENV)
 
     @property
     def db_path(self) -> Path:

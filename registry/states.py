@@ -192,9 +192,11 @@ WORKER: Final = StateMachine(
         _move("merge", "APPROVED", "COMPLETED", "merged"),
         _move("cancel", "ASSIGNED WORKING IN_REVIEW APPROVED", "CANCELLED", "cancelled"),
         _move("fail", "ASSIGNED WORKING IN_REVIEW APPROVED", "FAILED", "failed"),
+        _move("resume", "CANCELLED FAILED", "WORKING", "resumed", tally="resumed {n}\u00d7"),
     ),
 )
-"""The worker review flow (seed 002): cancel/fail from any live state."""
+"""The worker review flow (seed 002): cancel/fail from any live state; resuming the
+job (error|cancelled -> pending) puts its work tree back to WORKING."""
 
 MACHINES: Final[Mapping[str, StateMachine]] = {m.name: m for m in (JOB, SESSION, WORKER)}
 

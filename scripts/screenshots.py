@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "tui_history"))  # the History screen's parquet fixture
+sys.path.insert(0, str(ROOT / "tests" / "review"))  # the Review screen's repository
 
 from textual.pilot import Pilot  # noqa: E402
 from textual.widgets import LoadingIndicator  # noqa: E402
@@ -194,6 +196,13 @@ async def shoot(name: str, keys: tuple[str, ...], state_dir: Path, now_ms: int, 
             tail = app.screen.query_one("#detail-tail")
             await settle(pilot, lambda: tail.line_count >= len(PANE_LOG))  # type: ignore[attr-defined]
         await settle(pilot, lambda: getattr(app.screen, "detail", True) is not None)
+        await settle(  # the Review screen: its diff and its merge outlook
+            pilot,
+            lambda: (
+                getattr(app.screen, "reads", 1) > 0
+                and getattr(app.screen, "outlook", True) is not None
+            ),
+        )
         await settle(pilot, lambda: not app.screen.query(LoadingIndicator))  # history loading
         if name == "history":
             charts = app.screen.query("HistoryChart")
@@ -201,6 +210,31 @@ async def shoot(name: str, keys: tuple[str, ...], state_dir: Path, now_ms: int, 
         app.clear_notifications()
         await pilot.pause(0.1)
         return Path(app.save_screenshot(filename=f"{name}.svg", path=str(out)))
+
+
+# git as the review repository's builder sees it: no user or system config, fixed dates,
+# so its commits (and their ids on the screen) are the same on every run.
+REVIEW_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Dana Reviewer",
+    "GIT_AUTHOR_EMAIL": "dana@example.com",
+    "GIT_COMMITTER_NAME": "Dana Reviewer",
+    "GIT_COMMITTER_EMAIL": "dana@example.com",
+    "GIT_AUTHOR_DATE": "2025-01-15T11:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2025-01-15T11:00:00+00:00",
+}
+
+
+def build_review(scratch: Path) -> tuple[Path, int]:
+    """A repository with two agents' work up for review; (state dir, the pinned now)."""
+    from review_fixture import build_review_state
+
+    os.environ.update(REVIEW_GIT_ENV, GIT_CONFIG_GLOBAL=str(scratch / "no-gitconfig"))
+    state_dir = scratch / "review-state"
+    clock = PinnedClock()
+    with pinned(clock):
+        build_review_state(state_dir, scratch / "shop")
+    return state_dir, clock.ms
 
 
 async def main(out_dir: Path) -> None:
@@ -226,6 +260,9 @@ async def main(out_dir: Path) -> None:
             }
             for name, keys in shots.items():
                 print(await shoot(name, keys, state_dir, clock.ms, out_dir))
+            review_state, review_now = build_review(Path(scratch))
+            # the newest job is on top; the one below changed more (and left work uncommitted)
+            print(await shoot("review", ("down", "v"), review_state, review_now, out_dir))
         finally:
             subprocess.run(["tmux", "-L", SOCKET, "kill-server"], check=False, capture_output=True)
 

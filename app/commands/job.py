@@ -256,8 +256,15 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
 @JOB_OPTION
 @click.pass_obj
 def why(settings: Settings, job_id: str) -> None:
-    """Say why a job is in its current state, from its transition history."""
-    click.echo(f"{job_id}: {settings.open_registry().why(job_id)}")
+    """Say why a job is in its current state, from its transition history (and, for a
+    job run in its own work tree, where its review is and why)."""
+    from app.review.flow import review_why
+
+    registry = settings.open_registry()
+    click.echo(f"{job_id}: {registry.why(job_id)}")
+    reviewed = review_why(settings, registry, job_id)
+    if reviewed is not None:
+        click.echo(f"{job_id} review: {reviewed}")
 
 
 @job.command()

@@ -6,6 +6,7 @@ Exit 0 completed, 1 error (the agent's, or its pane died), 2 timeout; with
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +15,7 @@ from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
 from app.orchestration.launches import split_command
+from app.review.worktree import WorktreePlan, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.events import Event
 from registry.waiter import Verdict
@@ -54,6 +56,13 @@ from registry.waiter import Verdict
 @click.option(
     "--workdir", metavar="DIR", type=WORKDIR, help="The agent's working directory (default: here)."
 )
+@click.option(
+    "--worktree/--no-worktree",
+    default=None,
+    help="Run the agent on its own branch orchestrate/<job> in its own git work tree "
+    "(default: $ORCHESTRATE_WORKTREE=auto does inside a git repository).",
+)
+@click.option("--base", metavar="BRANCH", help="The branch to start from (default: the current).")
 @click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
 @click.pass_obj
 def submit(
@@ -67,6 +76,8 @@ def submit(
     idle_timeout: int,
     artifacts: tuple[str, ...],
     workdir: str | None,
+    worktree: bool | None,
+    base: str | None,
     no_wait: bool,
     no_sign: bool,
     done_when: str | None,
@@ -76,6 +87,7 @@ def submit(
     """Register a job, start its agent in a tmux pane, and wait for its end."""
     prompt = read_prompt(prompt, prompt_file)
     argv = split_command(agent_cmd) if agent_cmd is not None else None
+    plan = worktree_request(settings, worktree, base, workdir)
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
     job = orchestrator.submit(
@@ -92,6 +104,7 @@ def submit(
         approvals=approvals,
         approval_wait_sec=approval_wait,
         broker=broker_block(None, None),
+        worktree=plan,
     )
     click.echo(job.job_id)
     if no_wait:
@@ -130,4 +143,21 @@ def submit(
         click.echo(f"orchestrate: job {job.job_id} cancelled: {outcome.reason}", err=True)
     else:
         click.echo(f"job {job.job_id} completed", err=True)
+        if plan is not None:
+            click.echo(f"review it: orchestrate review show {job.job_id}", err=True)
     raise click.exceptions.Exit(outcome.exit_code)
+
+
+def worktree_request(
+    settings: Settings, flag: bool | None, base: str | None, workdir: str | None
+) -> WorktreePlan | None:
+    """The checked work-tree request (refusals here, before anything is stored):
+    --worktree, else the ORCHESTRATE_WORKTREE=auto setting inside a git repository."""
+    directory = Path(workdir or Path.cwd())
+    if flag is None:
+        flag = settings.worktree == "auto" and in_git_repository(directory)
+    if not flag:
+        if base is not None:
+            raise click.UsageError("--base needs --worktree (or ORCHESTRATE_WORKTREE=auto)")
+        return None
+    return plan_worktree(directory, base)

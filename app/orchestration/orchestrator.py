@@ -26,6 +26,7 @@ from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
 from app.orchestration import answering, launches, supervisor
 from app.orchestration.errors import AgentNotStarted, UnknownAgent
 from app.orchestration.reconcile import Reconciler, ReconcileReport
+from app.review.worktree import WorktreePlan, prepare_worktree
 from app.settings import Settings, idle_grace_from_env
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import InvalidStopMode, PaneNotFound, TmuxError
@@ -107,8 +108,13 @@ class Orchestrator:
         approvals: str = "agent",
         approval_wait_sec: float = DEFAULT_APPROVAL_WAIT_SEC,
         broker: Mapping[str, object] | None = None,
+        worktree: WorktreePlan | None = None,
     ) -> Job:
         """Register a job and start its agent in a pane of `agent_session`'s tmux session.
+
+        With a `worktree` plan (app/review/worktree.py, checked before this call),
+        the job gets branch `orchestrate/<job_id>` and its own work tree, and the
+        agent starts there.
 
         Everything that can be checked is checked before the job is stored (tmux
         present, the label usable as a tmux session name, the agent known and
@@ -139,6 +145,8 @@ class Orchestrator:
             done_when=done_when or adapter.done_when,
             broker=broker,
         )
+        if worktree is not None:
+            directory = prepare_worktree(self.settings, self.registry, job.job_id, worktree).workdir
         record = launches.LaunchRecord(command, str(directory), approvals, approval_wait_sec)
         record.save(self.job_dir(job.job_id))
         return self._start(job, record, submitter, why="picked by submit")

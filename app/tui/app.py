@@ -28,6 +28,7 @@ from app.tui.screens.history import HistoryScreen
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
+from app.tui.screens.review import ReviewScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, StopMode
 from app.tui.widgets.jobs_table import JobsTable
@@ -38,7 +39,8 @@ from registry.wording import counted
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 # The commands that act on the selected job or its session.
 JOB_ACTIONS = frozenset(
-    {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log", "tmux_split"}
+    {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log"}
+    | {"tmux_split", "review_job"}
 )
 RESUMABLE = states.JOB.transition("resume").sources
 MAX_BACKOFF_S = 5.0
@@ -360,6 +362,14 @@ class ControlRoomApp(App[None]):
     def action_open_job(self) -> None:
         if isinstance(self.screen, MainScreen) and (job_id := self._selected_job()):
             self.push_screen(JobDetailScreen(self.source, job_id))
+
+    def action_review_job(self) -> None:
+        """The Review screen of the selected job (work-tree jobs: the others are told so)."""
+        service = getattr(self.source, "review_service", None)
+        if service is None:
+            self.notify("This control room has no reviews", severity="warning")
+        elif job_id := self._selected_job():
+            self.push_screen(ReviewScreen(service, job_id))
 
     def action_new_job(self) -> None:
         labels = self.main.session_labels

@@ -44,6 +44,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "no", "N", "answer(False)", "No", "Answer no to the job's permission prompt", show=False
     ),
+    Command("diff", "v", "review_job", "Review", "Review the job's diff: approve, send back"),
     Command("log", "l", "toggle_log", "Log", "Show or hide the split tail of the job's pane"),
     Command(
         "tmux", "t", "tmux_split", "tmux", "Open the job's tmux control-room split", show=False

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, cast
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
 from app.orchestration import Orchestrator
+from app.review.flow import ReviewFlow
+from app.review.service import ReviewService
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
 from app.tui.source import (
@@ -166,6 +168,8 @@ class RegistrySource:
         self._sessions_at = 0.0
         self._tmux_notice_given = False
         self._broker_state: BrokerState = "none"
+        self._in_review = 0
+        self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
     @property
@@ -190,6 +194,12 @@ class RegistrySource:
             if self._orchestrator is None:
                 self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
             return self._orchestrator
+
+    def _review_flow(self) -> ReviewFlow:
+        """The review flow over this registry (made in a worker, on first use)."""
+        return ReviewFlow(
+            self.settings, registry=self.registry, make_orchestrator=lambda: self.orchestrator
+        )
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """A read on this thread's connection (errors become bus errors)."""
@@ -216,7 +226,7 @@ class RegistrySource:
             found = self._jobs_by_id(sorted(i for i in job_ids if i))
             jobs = list(found.values())
             events = [row for m in messages if (row := event_row(m)) is not None]
-            changed_counts = bool(job_ids)
+            changed_counts = bool(job_ids) or any(m.type.startswith("review.") for m in messages)
             removed = tuple(sorted(i for i in job_ids if i and i not in found))
             session_news = any(m.type.startswith("session.") for m in messages)
             if session_news:
@@ -225,6 +235,7 @@ class RegistrySource:
             self._event_times.append(int(message_ts.timestamp() * 1000))
         if changed_counts:
             self._counts = self._count_jobs()
+            self._in_review = self.review_service.in_review()
         sessions = None
         if time.monotonic() - self._sessions_at >= SESSIONS_EVERY_S:
             self._sessions_at = time.monotonic()
@@ -246,6 +257,7 @@ class RegistrySource:
                 counts=dict(self._counts),
                 events_per_s=self._rate(),
                 broker_state=broker,
+                in_review=self._in_review,
             ),
             notices=tuple(notices),
         )
@@ -381,6 +393,9 @@ class RegistrySource:
         registry = self.registry
         job = registry.get(job_id)
         why = registry.why(job_id)
+        reviews = self.review_service.flow.reviews
+        if reviews.find(job_id) is not None:
+            why += f"\nreview: {reviews.why(job_id)}"
         rows = self._rows(
             "SELECT seq, ts_ms, type, payload FROM messages WHERE correlation_id = ? "
             "AND type = 'job.event' ORDER BY seq DESC LIMIT ?",
@@ -428,7 +443,11 @@ class RegistrySource:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
         a line for the user only when the pass changed something."""
         report = self.orchestrator.reconcile()
-        return report.summary() if report.acted else None
+        ready = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        lines = [report.summary()] if report.acted else []
+        if ready:
+            lines.append(f"Ready for review (v): {', '.join(ready)}")
+        return "\n".join(lines) or None
 
     def start_demo(self, agents: int) -> list[str]:
         return [job.job_id for job in self.orchestrator.start_demo(agents)]

@@ -122,6 +122,7 @@ class Snapshot:
     counts: Mapping[str, int] = field(default_factory=dict)
     events_per_s: float = 0.0
     broker_state: BrokerState = "none"
+    in_review: int = 0  # work-tree jobs waiting for a person's review
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ LEGAL = [
     (WORKER, "IN_REVIEW", "APPROVED"),
     (WORKER, "IN_REVIEW", "WORKING"),
     (WORKER, "APPROVED", "COMPLETED"),
+    (WORKER, "CANCELLED", "WORKING"),
+    (WORKER, "FAILED", "WORKING"),
     *[
         (WORKER, live, end)
         for live in ("ASSIGNED", "WORKING", "IN_REVIEW", "APPROVED")
@@ -143,7 +145,7 @@ def test_named_transitions() -> None:
 def test_final_states() -> None:
     assert {s for s in JOB.states if JOB.is_final(s)} == {"completed"}
     assert {s for s in SESSION.states if SESSION.is_final(s)} == {"terminated"}
-    assert {s for s in WORKER.states if WORKER.is_final(s)} == {"COMPLETED", "CANCELLED", "FAILED"}
+    assert {s for s in WORKER.states if WORKER.is_final(s)} == {"COMPLETED"}  # resumable
 
 
 def test_machine_table_is_checked() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,14 +30,18 @@ class ConfirmScreen(ModalScreen[bool]):
 
     BINDINGS = [Binding("escape", "dismiss(False)", "Cancel", show=False)]
 
-    def __init__(self, question: str, confirm_label: str) -> None:
+    def __init__(self, question: str | Text, confirm_label: str) -> None:
+        """``question``: plain text, or a `Text` already made safe (a branch, a path);
+        neither is ever read as markup."""
         super().__init__()
         self.question = question
         self.confirm_label = confirm_label
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(as_text(self.question, one_line=False), id="question")  # names data
+            question = self.question
+            shown = question if isinstance(question, Text) else as_text(question, one_line=False)
+            yield Label(shown, id="question")  # names data
             with Horizontal():
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button(self.confirm_label, id="confirm", variant="error")

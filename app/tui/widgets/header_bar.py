@@ -43,6 +43,11 @@ class HeaderBar(Widget):
             if status == "running" and self.waiting:
                 text.append(" waiting ", theme_style(self.app, "warning", bold=True))
                 text.append(str(self.waiting), theme_style(self.app, "warning", bold=True))
+            if status == "completed" and self.snapshot.in_review:
+                text.append(" in review ", theme_style(self.app, "accent", bold=True))
+                text.append(
+                    str(self.snapshot.in_review), theme_style(self.app, "accent", bold=True)
+                )
         text.append(f"  │ {self.snapshot.events_per_s:.1f} ev/s │ broker ")
         broker = self.snapshot.broker_state
         text.append(broker, theme_style(self.app, BROKER_COLOURS.get(broker, "foreground")))

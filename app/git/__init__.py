@@ -1,0 +1,1 @@
+"""Git, driven as a subprocess with argument lists: worktrees, snapshots, diffs and merges."""

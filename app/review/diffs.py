@@ -1,0 +1,189 @@
+"""What a job's branch holds against its base: the diff, its commits, and a summary.
+
+The diff runs from the merge base of the base branch (as it is now) and the
+job's branch, to a snapshot of the job's work tree, so uncommitted work is
+included and nothing in the tree or its index is touched.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.git.diff import Diff, read_diff, read_worktree_diff
+from app.git.errors import BaseNotFound, GitCommandFailed
+from app.git.repo import Repository, branch_commit, merge_base
+from app.git.runner import run_git
+from app.git.snapshot import Snapshot, index_with_untracked, take_snapshot
+from registry.review import Review, ReviewSummary
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the job's branch: its id and subject line."""
+
+    sha: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class ReviewDiff:
+    """A review's diff: from ``merge_base`` to the job's work tree as it is now."""
+
+    review: Review
+    base_tip: str
+    merge_base: str
+    head: str
+    dirty: bool
+    diff: Diff
+    commits: tuple[Commit, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """Where a review's diff starts and ends, and in which directory git runs."""
+
+    cwd: Path
+    base_tip: str
+    merge_base: str
+    head: str
+    new: str  # the snapshot tree, or the head when there is no work tree
+    dirty: bool
+    snapshot: Snapshot | None
+
+
+def _ends(review: Review) -> _Ends:
+    """Read the base tip and the work tree's snapshot at once (two processes)."""
+    worktree = Path(review.worktree)
+    if review.removed_at is None and worktree.is_dir():
+        cwd = worktree
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            tip = pool.submit(_base_tip, cwd, review)
+            snapshot = take_snapshot(cwd)
+            base_tip = tip.result()
+        head, new, dirty = snapshot.head, snapshot.tree, snapshot.dirty
+        found: Snapshot | None = snapshot
+    else:  # removed (discard, gc): the branch if it is still there, else the merge
+        cwd = Path(review.repo)
+        base_tip = _base_tip(cwd, review)
+        repo = Repository.at(cwd)
+        if repo.has_branch(review.branch):
+            head = repo.branch_commit(review.branch)
+        elif review.merged_commit:
+            head = review.merged_commit
+        else:
+            raise GitCommandFailed(f"job {review.job_id}: its work tree and branch are gone")
+        new, dirty, found = head, False, None
+        if review.merged_commit and head == review.merged_commit:
+            first_parent = run_git(["rev-parse", f"{head}^1"], cwd).text
+            return _Ends(cwd, base_tip, first_parent, head, head, False, None)
+    start = merge_base(cwd, base_tip, head) or review.base_commit
+    return _Ends(cwd, base_tip, start, head, new, dirty, found)
+
+
+def _base_tip(cwd: Path, review: Review) -> str:
+    """The base branch's commit now; where the job started if the base is gone."""
+    try:
+        return branch_commit(cwd, review.base)
+    except BaseNotFound:
+        return review.base_commit
+
+
+def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True) -> ReviewDiff:
+    """The review's diff (``patch=False``: counts only) and the branch's commits."""
+    worktree = Path(review.worktree)
+    if review.removed_at is None and worktree.is_dir():
+        try:
+            return _read_live(review, worktree, patch=patch)
+        except GitCommandFailed:
+            if _has_branch(worktree, review.base):
+                raise
+            # the base branch is gone: diff from where the job started, below
+    ends = _ends(review)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        listed = pool.submit(_commits, ends.cwd, ends.merge_base, ends.head) if commits else None
+        diff = read_diff(ends.cwd, ends.merge_base, ends.new, patch=patch)
+        found = listed.result() if listed is not None else ()
+    return ReviewDiff(
+        review=review,
+        base_tip=ends.base_tip,
+        merge_base=ends.merge_base,
+        head=ends.head,
+        dirty=ends.dirty,
+        diff=diff,
+        commits=found,
+    )
+
+
+def _read_live(review: Review, worktree: Path, *, patch: bool) -> ReviewDiff:
+    """A live work tree's diff with as few git processes in a row as possible: the
+    diff (`git diff --merge-base`), the tree's status and the commits run at once;
+    only untracked files cost a second diff, through an index that holds them."""
+    base = f"refs/heads/{review.base}"
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        diff_job = pool.submit(read_worktree_diff, worktree, base, patch=patch)
+        status_job = pool.submit(
+            run_git, ["status", "--porcelain", "-z", "--untracked-files=all"], worktree
+        )
+        ends = _branch_ends(worktree, base)
+        commits = _commits(worktree, ends[2], ends[1])
+        status = status_job.result().fields
+        diff = diff_job.result()
+    untracked = [entry[3:] for entry in status if entry.startswith("?? ")]
+    if untracked:
+        with index_with_untracked(worktree, untracked) as env:
+            diff = read_worktree_diff(worktree, base, env=env, patch=patch)
+    return ReviewDiff(
+        review=review,
+        base_tip=ends[0],
+        merge_base=ends[2],
+        head=ends[1],
+        dirty=bool(status),
+        diff=diff,
+        commits=commits,
+    )
+
+
+def _has_branch(cwd: Path, branch: str) -> bool:
+    try:
+        branch_commit(cwd, branch)
+    except BaseNotFound:
+        return False
+    return True
+
+
+def _branch_ends(worktree: Path, base: str) -> tuple[str, str, str]:
+    """(base tip, HEAD, their merge base)."""
+    tip, head = run_git(["rev-parse", base, "HEAD"], worktree).text.splitlines()
+    return tip, head, merge_base(worktree, tip, head) or tip
+
+
+def _commits(cwd: Path, merge_base: str, head: str) -> tuple[Commit, ...]:
+    result = run_git(["log", "-z", "--format=%H %s", f"{merge_base}..{head}", "--"], cwd)
+    commits = []
+    for field in result.fields:
+        sha, _, subject = field.partition(" ")
+        commits.append(Commit(sha, subject))
+    return tuple(commits)
+
+
+def summarise(review: Review) -> ReviewSummary:
+    """What the branch and its work tree hold now, for the IN_REVIEW record."""
+    ends = _ends(review)
+    diff = read_diff(ends.cwd, ends.merge_base, ends.new, patch=False)
+    count = run_git(["rev-list", "--count", f"{ends.merge_base}..{ends.head}"], ends.cwd).text
+    uncommitted = 0
+    if ends.snapshot is not None and ends.snapshot.dirty:
+        changed = run_git(
+            ["diff", "-z", "--name-only", ends.snapshot.head_tree, ends.snapshot.tree], ends.cwd
+        )
+        uncommitted = len(changed.fields)
+    return ReviewSummary(
+        head=ends.head,
+        commits=int(count or 0),
+        files=len(diff.files),
+        added=diff.added,
+        deleted=diff.deleted,
+        uncommitted_files=uncommitted,
+    )

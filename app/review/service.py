@@ -1,0 +1,73 @@
+"""The review flow as the control room calls it: one object, every method blocking
+(git, SQLite, tmux), so the TUI only ever calls it from thread workers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.review.diffs import ReviewDiff, read_review_diff
+from app.review.flow import Discarded, ReviewFlow
+from app.review.merging import Approval, approve
+from app.review.outlook import Outlook, outlooks
+from registry.review import Review
+
+
+@dataclass(frozen=True)
+class ReviewRead:
+    """What the Review screen shows first: the diff, and why the job is where it is."""
+
+    diff: ReviewDiff
+    why: str
+
+    @property
+    def review(self) -> Review:
+        return self.diff.review
+
+
+class ReviewService:
+    """Reads and actions for the Review screen, over one ReviewFlow made on first use
+    (opening it reads the database: never on the event loop)."""
+
+    def __init__(self, make_flow: Callable[[], ReviewFlow]) -> None:
+        self._make_flow = make_flow
+        self._flow: ReviewFlow | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def flow(self) -> ReviewFlow:
+        with self._lock:
+            if self._flow is None:
+                self._flow = self._make_flow()
+            return self._flow
+
+    def has_review(self, job_id: str) -> bool:
+        """Whether the job ran in a work tree of its own."""
+        return self.flow.reviews.find(job_id) is not None
+
+    def read(self, job_id: str) -> ReviewRead:
+        """The job's review and its diff against the merge base, uncommitted work included."""
+        self.flow.follow_jobs()
+        review = self.flow.reviews.get(job_id)
+        return ReviewRead(read_review_diff(review), self.flow.reviews.why(job_id))
+
+    def outlook(self, job_id: str) -> Outlook | None:
+        """Whether the job's work merges into its base now, and who else touches its files."""
+        return outlooks(self.flow.reviews.list()).get(job_id)
+
+    def in_review(self) -> int:
+        return self.flow.reviews.count("IN_REVIEW")
+
+    def approve(self, job_id: str, mode: str = "merge") -> Approval:
+        return approve(self.flow, job_id, mode)
+
+    def request_changes(self, job_id: str, message: str) -> Review:
+        return self.flow.request_changes(job_id, message)
+
+    def discard(self, job_id: str) -> Discarded:
+        return self.flow.discard(job_id)
+
+    def follow_jobs(self) -> int:
+        """Catch reviews up with their jobs; how many moved."""
+        return len(self.flow.follow_jobs())

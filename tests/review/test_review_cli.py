@@ -1,0 +1,178 @@
+"""`submit --worktree` and `orchestrate review ...` end to end: real git, real tmux on a
+private socket, a real agent process in its pane, real `orchestrate` processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from git_repos import commit_file, git
+
+from registry.jobs import Registry
+from tests.polling import poll_until
+
+
+def reviews(cli: Any) -> dict[str, dict[str, Any]]:
+    result = cli("review", "list", "--json", "--all")
+    assert result.returncode == 0, result.stderr
+    return {item["job_id"]: item for item in json.loads(result.stdout)}
+
+
+def submit(cli: Any, repo: Path, agent_cmd: str, prompt: str, *extra: str) -> str:
+    result = cli(
+        "submit", "--worktree", "--no-wait", "--workdir", str(repo), "--prompt", prompt,
+        "--agent", "custom", "--agent-session", "reviewers", "--agent-cmd", agent_cmd, *extra,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def in_review(cli: Any, job_id: str) -> dict[str, Any]:
+    found = poll_until(
+        lambda: (item := reviews(cli).get(job_id)) and item["state"] == "IN_REVIEW" and item,
+        what=f"job {job_id} in review",
+    )
+    assert isinstance(found, dict)
+    return found
+
+
+def test_submit_review_request_changes_then_merge(
+    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    """The issue's story: the agent works on its own branch, the diff is read, the job
+    is sent back with a comment (pasted into its pane, verbatim), then merged."""
+    prompt = "write src/feature.py VALUE = 42\ncommit add the feature\nwrite NOTES.md draft"
+    job_id = submit(cli, repo, agent_cmd, prompt)
+    record = in_review(cli, job_id)
+    tree = Path(record["worktree"])
+    assert tree.parent == state_dir / "worktrees" and record["branch"] == f"orchestrate/{job_id}"
+    assert record["summary"]["commits"] == 1 and record["summary"]["uncommitted_files"] == 1
+    assert not (repo / "src/feature.py").exists()  # the user's checkout never saw it
+
+    stat = cli("review", "show", job_id, "--stat")
+    assert stat.returncode == 0, stat.stderr
+    assert [line.split() for line in stat.stdout.splitlines()] == [
+        ["A", "+1", "\u22120", "NOTES.md"],
+        ["A", "+1", "\u22120", "src/feature.py"],
+    ]
+    assert "IN_REVIEW" in stat.stderr and "uncommitted work included" in stat.stderr
+    patch = cli("review", "show", job_id)
+    assert "+VALUE = 42\n" in patch.stdout and patch.stdout.startswith("diff --git ")
+
+    message = "rename VALUE to ANSWER; keep the test;"  # tmux would eat an argument's last ;
+    sent = cli("review", "request-changes", job_id, "--message", message)
+    assert sent.returncode == 0, sent.stderr
+    assert reviews(cli)[job_id]["state"] == "WORKING"
+    inbox = tree / ".agent-inbox"
+    poll_until(lambda: inbox.exists() and inbox.read_text() == message + "\n", what="the paste")
+    why = cli("job", "why", "--job", job_id)
+    assert f"{job_id} review: WORKING since" in why.stdout
+    assert "changes requested: rename VALUE to ANSWER; keep the test;" in why.stdout
+    assert "sent back from review 1\u00d7" in why.stdout
+
+    # the agent's second round would end in on_work_finished (idle after its task)
+    from app.review.flow import on_work_finished
+    from app.settings import Settings
+
+    assert on_work_finished(Settings(state_dir), job_id) is not None
+    merged = cli("review", "approve", job_id)
+    assert merged.returncode == 0, merged.stderr
+    assert "committed the uncommitted work" in merged.stdout
+    assert f"job {job_id} merged into main (merge, " in merged.stdout
+    assert git(repo, "show", "main:src/feature.py") == "VALUE = 42"
+    assert git(repo, "show", "main:NOTES.md") == "draft"
+    assert (repo / "src/feature.py").read_text() == "VALUE = 42\n"  # main is checked out here
+    assert reviews(cli)[job_id]["state"] == "COMPLETED"
+
+
+def test_a_conflict_is_reported_file_by_file_and_merges_nothing(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    job_id = submit(cli, repo, agent_cmd, "write src/app.py job\ncommit job edit")
+    in_review(cli, job_id)
+    commit_file(repo, "src/app.py", "base edit\n")
+    before = git(repo, "rev-parse", "main")
+    listed = cli("review", "list")
+    assert "conflicts with main in src/app.py" in listed.stdout
+    result = cli("review", "approve", job_id, "--squash")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["conflict  src/app.py (contents)"]
+    assert result.stderr.count("\n") == 1 and "main is untouched" in result.stderr
+    assert git(repo, "rev-parse", "main") == before
+    assert reviews(cli)[job_id]["state"] == "APPROVED"
+
+
+def test_two_jobs_heading_for_a_conflict_are_visible_before_either_finishes(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str, state_dir: Path
+) -> None:
+    one = submit(cli, repo, agent_cmd, "write src/app.py one")
+    two = submit(cli, repo, agent_cmd, "write src/app.py two\nwrite other.txt x")
+    in_review(cli, one)
+    in_review(cli, two)
+    found = reviews(cli)
+    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
+    assert found[two]["outlook"]["overlaps"] == {one: ["src/app.py"]}
+    assert found[one]["outlook"]["clean"] is True  # each alone still merges
+    assert cli("review", "approve", one).returncode == 0
+    after = reviews(cli)[two]["outlook"]
+    assert after["clean"] is False and after["conflicts"][0]["path"] == "src/app.py"
+
+
+def test_refusals_are_one_line_and_store_nothing(
+    cli: Any, repo: Path, tmp_path: Path, state_dir: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for workdir, extra, reason in (
+        (plain, (), "is not inside a git work tree"),
+        (repo, ("--base", "nope"), "no local branch 'nope'"),
+    ):
+        result = cli(
+            "submit", "--worktree", "--no-wait", "--workdir", str(workdir), "--prompt", "x",
+            "--agent", "custom", "--agent-session", "s", "--agent-cmd", agent_cmd, *extra,
+        )  # fmt: skip
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert reason in result.stderr
+    assert Registry.open(state_dir).list() == []
+    missing = cli("review", "show", "deadbeef")
+    assert missing.returncode == 1 and "did not run in a work tree" in missing.stderr
+
+
+def test_worktree_auto_setting_makes_it_the_default_in_a_repository(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    result = cli(
+        "submit", "--no-wait", "--workdir", str(repo), "--prompt", "write a.txt a",
+        "--agent", "custom", "--agent-session", "s", "--agent-cmd", agent_cmd,
+        env={"ORCHESTRATE_WORKTREE": "auto"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() in reviews(cli)
+    bad = cli("review", "list", env={"ORCHESTRATE_WORKTREE": "always"})
+    assert bad.returncode == 1 and "ORCHESTRATE_WORKTREE must be off or auto" in bad.stderr
+
+
+def test_discard_then_gc_keeps_a_tree_with_uncommitted_work(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    thrown = submit(cli, repo, agent_cmd, "write junk.txt junk")
+    merged = submit(cli, repo, agent_cmd, "write keep.txt keep\ncommit keep")
+    in_review(cli, thrown)
+    in_review(cli, merged)
+    gone = cli("review", "discard", thrown)
+    assert gone.returncode == 0, gone.stderr
+    assert f"branch orchestrate/{thrown} deleted" in gone.stdout
+    assert git(repo, "branch", "--list", f"orchestrate/{thrown}") == ""
+    assert cli("review", "approve", merged).returncode == 0
+    tree = Path(reviews(cli)[merged]["worktree"])
+    (tree / "late.txt").write_text("written after the merge\n")
+    assert "nothing merged or discarded more than 7 day" in cli("gc").stdout
+    kept = cli("gc", "--days", "0")
+    assert f"kept     {merged}  {tree}: uncommitted changes" in kept.stdout
+    assert tree.is_dir() and (tree / "late.txt").exists()
+    (tree / "late.txt").unlink()
+    removed = cli("gc", "--days", "0")
+    assert f"removed  {merged}  {tree}, branch orchestrate/{merged} deleted" in removed.stdout
+    assert not tree.exists()
+    assert git(repo, "show", "main:keep.txt") == "keep"
