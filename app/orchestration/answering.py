@@ -12,7 +12,8 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from app.agents import adapter_for
 from app.agents.base import ANSWERS, Answer
@@ -20,13 +21,28 @@ from app.agents.hook import DECISION_TYPE
 from app.agents.screen import match_screen
 from app.orchestration.errors import NotWaitingForPermission
 from app.orchestration.launches import LaunchRecord
+from app.settings import Settings
+from app.tmux.driver import TmuxDriver
 from app.tmux.errors import AnswerNotReceived
 from bus.messages import Outgoing
 from registry.errors import RegistryError
+from registry.jobs import Registry
 from registry.records import Job
 
-if TYPE_CHECKING:
-    from app.orchestration.orchestrator import Orchestrator
+
+class Answering(Protocol):
+    """What answering needs of the orchestrator (a Protocol: no import of it)."""
+
+    settings: Settings
+    registry: Registry
+
+    @property
+    def driver(self) -> TmuxDriver: ...
+
+    def job_dir(self, job_id: str) -> Path: ...
+
+    def pane_for_job(self, job_id: str) -> str | None: ...
+
 
 DIALOG_GRACE_SEC = 3.0
 """How long to wait for the dialog to be drawn after the hook (or event) said waiting."""
@@ -57,7 +73,7 @@ def parse_answer(text: str) -> Answer:
 
 
 def answer(
-    orch: Orchestrator,
+    orch: Answering,
     job_id: str,
     reply: Answer,
     *,
@@ -82,7 +98,7 @@ def answer(
     return _type_keys(orch, job, reply, by, grace_sec, confirm_sec)
 
 
-def _decide(orch: Orchestrator, job: Job, reply: Answer, by: str, confirm_sec: float) -> Answered:
+def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float) -> Answered:
     """Hand the waiting hook its decision; the agent never draws (or drops) its dialog."""
     since = job.activity_at_ms
     orch.registry.bus.publish(
@@ -99,7 +115,7 @@ def _decide(orch: Orchestrator, job: Job, reply: Answer, by: str, confirm_sec: f
 
 
 def _type_keys(
-    orch: Orchestrator, job: Job, reply: Answer, by: str, grace_sec: float, confirm_sec: float
+    orch: Answering, job: Job, reply: Answer, by: str, grace_sec: float, confirm_sec: float
 ) -> Answered:
     adapter = adapter_for(job.agent, orch.settings.state_dir)
     keys = adapter.keys.answer(reply)
@@ -136,7 +152,7 @@ def _type_keys(
 
 
 def _confirm(
-    orch: Orchestrator,
+    orch: Answering,
     job_id: str,
     since_ms: int | None,
     screen_moved_on: Callable[[], bool],
@@ -156,7 +172,7 @@ def _confirm(
     )
 
 
-def _record_input(orch: Orchestrator, job_id: str, reply: Answer, by: str, how: str) -> None:
+def _record_input(orch: Answering, job_id: str, reply: Answer, by: str, how: str) -> None:
     """The answer, as an `input` event on the job's record (who, what, how)."""
     data = {"kind": "answer", "answer": reply, "by": by, "how": how}
     with contextlib.suppress(RegistryError):  # the job ended meanwhile: the answer went in

@@ -55,6 +55,8 @@ class Verdict:
     finish: tuple[str, str] | None = None
     """(status, reason) when the job is over: completed or error."""
     heartbeat: str = "working"
+    idle_done: bool = False
+    """The finish is the agent's idle after its task (--done-when idle), not its exit."""
 
 
 @dataclass
@@ -164,7 +166,9 @@ class AgentObserver:
                     "completed",
                     f"agent finished its turn and stayed idle for {idle_for:.0f} s",
                 )
-        return Verdict(tuple(found), finish, heartbeat=_heartbeat(activity))
+        return Verdict(
+            tuple(found), finish, heartbeat=_heartbeat(activity), idle_done=finish is not None
+        )
 
     def look_at_output(self, job: Job, log_path: Path, now: float) -> Observation | None:
         """Only the agent's status sequence in its new output: cheap enough to do ten

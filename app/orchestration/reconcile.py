@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.orchestration.observer import AgentObserver, Verdict
+from app.review.finished import under_review, work_finished
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
@@ -28,6 +29,7 @@ from bus.messages import Outgoing
 from registry.errors import IllegalTransition, RegistryError
 from registry.jobs import Registry
 from registry.records import Job
+from registry.review import ReviewStore
 from registry.wording import counted
 
 log = logging.getLogger(__name__)
@@ -173,6 +175,8 @@ class Reconciler:
                 log.info("job %s: activity not recorded: %s", job.job_id, exc)
         report.sampled[job.job_id] = activity
         self._beat(job, verdict.heartbeat)
+        if verdict.idle_done and verdict.finish is not None and self._round_done(job, verdict):
+            return
         if verdict.finish is not None:
             status, reason = verdict.finish
             if self._finish(job.job_id, status, reason):
@@ -180,6 +184,21 @@ class Reconciler:
                 target[job.job_id] = reason
             return
         self._flag_if_quiet(job, activity, report)
+
+    def _round_done(self, job: Job, verdict: Verdict) -> bool:
+        """A work-tree job whose agent went idle after its task: its review comes up
+        (IN_REVIEW) and the job stays running, idle, for changes to be requested; it
+        ends when its branch is merged or discarded. False for any other job."""
+        reviews = ReviewStore(self.orchestrator.registry.bus)
+        if not under_review(reviews, job.job_id):
+            return False
+        reason = verdict.finish[1] if verdict.finish else "agent finished its task"
+        try:
+            if work_finished(reviews, job.job_id, reason) is not None:
+                log.info("job %s: up for review", job.job_id)
+        except RegistryError as exc:  # another process moved it first
+            log.info("job %s: review not moved: %s", job.job_id, exc)
+        return True
 
     def _finish(self, job_id: str, status: str, reason: str) -> bool:
         """Move a still-running job to ``status``; False if it already moved on."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from app.git.errors import GitError
 from app.git.repo import Repository
 from app.git.worktrees import delete_branch, remove_worktree
-from app.review.diffs import summarise
+from app.review.finished import one_line, work_finished
 from app.settings import Settings
 from app.tmux.errors import TmuxError
 from registry import states
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_REASON_CHARS = 160
-
 
 @dataclass(frozen=True)
 class Discarded:
@@ -45,12 +43,6 @@ class Discarded:
     worktree_removed: bool
     branch_deleted: bool
     job_cancelled: bool
-
-
-def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    """Text as one short line for a recorded reason (whitespace runs become one space)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
 
 
 class ReviewFlow:
@@ -122,26 +114,8 @@ class ReviewFlow:
     def on_work_finished(
         self, job_id: str, why: str = "agent finished its task", *, at_ms: int | None = None
     ) -> Review | None:
-        """The agent has ended its work: WORKING -> IN_REVIEW, with what the branch and
-        its work tree hold summarised. None (nothing done) for a job without a work
-        tree, or one not WORKING. Called when the job completes, and by whatever
-        learns that an agent went idle after its task."""
-        review = self.reviews.find(job_id)
-        if review is None or review.state != "WORKING":
-            return None
-        try:
-            summary = summarise(review)
-        except GitError as error:
-            reason = one_line(f"{why}; its work tree could not be read: {error}", 300)
-            return self.reviews.move(job_id, "done", reason, at_ms=at_ms, expect=("WORKING",))
-        return self.reviews.move(
-            job_id,
-            "done",
-            f"{why}: {summary.describe()}",
-            at_ms=at_ms,
-            expect=("WORKING",),
-            summary=summary,
-        )
+        """The agent has ended its work: WORKING -> IN_REVIEW (see finished.py)."""
+        return work_finished(self.reviews, job_id, why, at_ms=at_ms)
 
     # -- people acting --------------------------------------------------------------
     def request_changes(self, job_id: str, message: str) -> Review:

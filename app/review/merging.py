@@ -9,6 +9,7 @@ untouched and the job APPROVED, with the conflicting files recorded.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from app.git.merge import Conflict, advance_branch, commit_all, commit_tree, mer
 from app.git.repo import Repository
 from app.review.flow import ReviewFlow
 from registry import states
+from registry.errors import RegistryError
 from registry.review import MERGE_MODES, Review
 
 MERGE_ATTEMPTS = 3  # a base that moves under the merge (another approve) is retried
@@ -109,7 +111,16 @@ def _completed(
     done = flow.reviews.move(
         review.job_id, "merge", reason, expect=("APPROVED",), merged=(mode, commit)
     )
+    _complete_job(flow, review.job_id, reason)
     return Approval(done, merged_commit=commit, committed_uncommitted=committed, moved_in=where)
+
+
+def _complete_job(flow: ReviewFlow, job_id: str, reason: str) -> None:
+    """Merged is done: a job still running (its agent idle in its pane, kept for
+    changes that were not needed) is completed."""
+    with contextlib.suppress(RegistryError):  # it ended meanwhile: nothing to do
+        if flow.registry.get(job_id).status == "running":
+            flow.registry.set_status(job_id, "completed", reason)
 
 
 def _title(prompt: str) -> str:
