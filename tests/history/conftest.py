@@ -95,18 +95,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory, events: list[str]) -> Iterator[Any]:
     """The single local SparkSession of the test run (a JVM start costs seconds).
 
     The local-cluster test runs its build in a subprocess through the CLI, so
-    this session is never stopped and restarted in between.
+    this session is never stopped and restarted in between. Its JVM is the one
+    `history build` plans for a small read (C1 JIT only; no class archive, which
+    would cost a recording per run): C2 doubled the session's CPU time here.
     """
     if not java_available():  # pragma: no cover - the CI image has Java 17
         pytest.skip("Spark tests need Java (apt-get install -y default-jre-headless)")
+    from registry.history.jvm import plan_jvm
     from registry.history.spark_session import create_session
 
     log = tmp_path_factory.mktemp("spark") / "spark.log"
-    session = create_session("local[2]", driver_memory="1g", log_path=log)
+    jvm = plan_jvm(cache_dir=None, read_bytes=sum(map(len, events)))  # the suite's biggest input
+    session = create_session("local[2]", driver_memory="1g", log_path=log, jvm=jvm)
     yield session
     session.stop()
 
