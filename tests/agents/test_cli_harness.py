@@ -13,7 +13,7 @@ from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.script import Script
 from tests.polling import poll_until
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
 TASK = "create done.txt"
 COMMAND = "touch done.txt"

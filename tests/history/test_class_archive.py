@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from tests.history.history_files import (
     without_hadoop_conf,
     write_export,
 )
+from tests.polling import poll_until
 
 pytestmark = [
     pytest.mark.spark,
@@ -28,6 +28,7 @@ pytestmark = [
 ]
 
 SMALL = ("--master", "local[1]", "--driver-memory", "512m")
+SPARK_SUBMIT = "org.apache.spark.deploy.SparkSubmit"  # the driver JVM's main class
 
 
 def build(
@@ -151,6 +152,11 @@ def _processes_naming(text: str) -> list[int]:
     return found
 
 
+def driver_jvms(cache: Path) -> set[int]:
+    """Pids of Spark driver JVMs (spark-class has exec'd java) recording into ``cache``."""
+    return set(_processes_naming(str(cache))) & set(_processes_naming(SPARK_SUBMIT))
+
+
 def build_until(state_dir: Path, cache: Path, progress: str) -> subprocess.Popen[str]:
     """`orchestrate history build` in a fresh process, returned once its progress on
     stderr shows ``progress`` (what it prints after is left in ``proc.stderr``)."""
@@ -198,10 +204,10 @@ def test_a_build_killed_while_its_jvm_starts_leaves_no_jvm(
     state_dir = tmp_path / "state"
     write_export(state_dir, events[:500])
     proc = build_until(state_dir, cache, "JVM: ")  # next it starts the JVM: seconds
-    time.sleep(1.5)
+    poll_until(lambda: driver_jvms(cache), timeout=60, what="the driver JVM to start")
     proc.terminate()
     assert proc.wait(timeout=60) == 130
     assert proc.stderr is not None
     assert "first build" not in proc.stderr.read()  # it was still starting
-    time.sleep(1)
-    assert _processes_naming(str(cache)) == []
+    # SIGKILLed processes take a moment to leave /proc; an orphaned JVM never does
+    poll_until(lambda: not _processes_naming(str(cache)), timeout=5, what="no JVM left")

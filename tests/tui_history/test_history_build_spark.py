@@ -17,8 +17,8 @@ from registry.history.errors import java_available
 from registry.history.synthetic import generate_lines
 
 # ~45 s on this 2-core machine (a cold JVM), over the 30 s budget of the default run:
-# soak keeps it out of it; run it with `pytest tests/tui_history -m spark`.
-pytestmark = [pytest.mark.spark, pytest.mark.soak]
+# slow keeps it out of it; run it with `pytest tests/tui_history -m spark`.
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.mark.skipif(not java_available(), reason="Spark needs Java")

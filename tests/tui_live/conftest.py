@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,8 @@ def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("ORCHESTRATE_TMUX_SOCKET", name)
     yield name
     subprocess.run([tmux, "-L", name, "kill-server"], capture_output=True, check=False)
+    base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
+    (base / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)  # tmux leaves it behind
 
 
 @pytest.fixture

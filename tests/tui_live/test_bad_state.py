@@ -40,7 +40,9 @@ async def test_corrupt_database_is_a_notice(state_dir: Path, make_app: MakeApp) 
     garbage = b"this is not sqlite " * 500
     (state_dir / "state.db").write_bytes(garbage)
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
+    # the row names the full path, which is longer under xdist (.../popen-gw1/...)
+    wide = (max(SIZE[0], len(str(state_dir)) + 80), SIZE[1])
+    async with app.run_test(size=wide) as pilot:
         notice = await wait_notice(pilot, app, "not an orchestrate database")
         assert "state.db" in notice
         await still_responds(pilot, app)
