@@ -123,7 +123,9 @@ def test_every_option_value_that_looks_like_an_option_is_one_line(
 def test_every_positional_word_that_is_not_utf8_is_one_line(state_dir: Path, stored: str) -> None:
     """A command name, a message type, a payload, a label, a job id: exit 2, one line."""
     before = dump(state_dir)
-    cases = [(*path, NOT_UTF8) for path, _command in commands(root)]
+    # `orchestrate hook` runs inside an agent's turn and never fails it: it is tested
+    # for bad payloads in tests/agents/test_osc_and_hooks.py.
+    cases = [(*path, NOT_UTF8) for path, _command in commands(root) if path[:1] != ("hook",)]
     cases += [
         ("msg", "send", "t", f'{{"a": "{NOT_UTF8}"}}'),
         ("msg", "send", f"st{NOT_UTF8}tus", "{}"),

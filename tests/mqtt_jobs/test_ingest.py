@@ -9,7 +9,10 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from bus.errors import MqttError
 from bus.mqtt import MqttPublisher, publish_once
+from bus.outbox_sender import OutboxFlusher, deliver
+from registry.delivery import AgentOutbox, applied_topic
 from registry.events import Event, build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Registry
@@ -76,11 +79,13 @@ def test_remote_events_land_in_the_bus_exactly_once(broker, state_dir, run_bridg
 
 
 def test_no_event_lost_or_applied_twice_across_a_broker_crash(
-    broker, state_dir, run_bridge
+    broker, state_dir, run_bridge, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     """SIGKILL the broker mid-stream and restart it while a remote agent keeps publishing
-    (retrying while the broker is down): every event is in the bus exactly once and the
-    job's status moved once. The header state shows the reconnect."""
+    as `orchestrate publish` does on its own host (each event kept in its outbox before
+    it is sent, sent again until the control room confirms it): every event is in the
+    bus exactly once and the job's status moved once. A PUBACK alone would not do: the
+    broker acknowledges before it has passed the event on or saved it."""
     job_id, token = remote_job(state_dir, broker)
     running = run_bridge(broker, reconnect_max_s=1)
     # The broker saved its state at some autosave after the bridge subscribed
@@ -91,11 +96,18 @@ def test_no_event_lost_or_applied_twice_across_a_broker_crash(
     topic = f"jobs/{job_id}/events"
 
     def agent() -> None:
-        for event in events:  # one connection per event, as `orchestrate publish` does
-            publish_once(
-                broker.config(), topic, event.to_bytes(), retain=event.is_terminal,
-                attempts=200, backoff_base=0.02, backoff_cap=0.1,
-            )  # fmt: skip
+        config = broker.config()
+        box = AgentOutbox(tmp_path / "agent-host")  # its database is this thread's
+        for event in events:  # one delivery per event, as `orchestrate publish` does
+            queued = box.queue(job_id, topic, config.url, lambda seq, e=event: e)
+            try:
+                deliver(config, queued, applied_topic(topic), confirm_wait=0, attempts=2,
+                        backoff_base=0.02)  # fmt: skip
+                box.outbox.mark_sent([queued])
+            except MqttError:  # the broker is down: the outbox keeps it
+                pass
+        flusher = OutboxFlusher(box.outbox, config, idle_exit_s=0.5, resend_after_s=2)
+        flusher.run(threading.Event())  # until the control room confirmed everything
 
     publisher = threading.Thread(target=agent, daemon=True)
     publisher.start()
@@ -108,7 +120,8 @@ def test_no_event_lost_or_applied_twice_across_a_broker_crash(
     assert wait_for(lambda: Registry.open(state_dir).get(job_id).status == "completed", 20)
     assert running.bridge.state == "connected"
     running.stop()
-    assert bus_event_seqs(state_dir, job_id) == list(range(1, 201))
+    # exactly once each; one sent again after the crash lands after those sent later
+    assert sorted(bus_event_seqs(state_dir, job_id)) == list(range(1, 201))
     assert moves(state_dir, job_id) == [(None, "pending"), ("pending", "running"),
                                         ("running", "completed")]  # fmt: skip
     assert Registry.open(state_dir).get(job_id).missing_count == 0
