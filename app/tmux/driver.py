@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -33,6 +35,8 @@ STOP_MODES: tuple[str, ...] = ("graceful", "soft", "hard")
 SESSION_WIDTH = 200
 SESSION_HEIGHT = 50
 CONTROL_ROOM_LABEL = "control-room"
+SERVER_SECRETS = ("ORCHESTRATE_JOB_TOKEN", "MQTT_PASSWORD", "ORCHESTRATE_JOB")
+"""Never in tmux's global environment: each pane gets its own job's token, no other."""
 _JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -98,13 +102,17 @@ class TmuxDriver(PaneControl):
             self._claim(existing, label)
             return str(existing.session_id)
         try:
-            session = self.server.new_session(
-                session_name=session_name_for(label),
-                window_name="home",
-                start_directory=_directory(start_directory),
-                x=SESSION_WIDTH,
-                y=SESSION_HEIGHT,
-            )
+            if self.server_running():
+                session = self.server.new_session(
+                    session_name=session_name_for(label),
+                    window_name="home",
+                    start_directory=_directory(start_directory),
+                    x=SESSION_WIDTH,
+                    y=SESSION_HEIGHT,
+                )
+            else:
+                session = self._start_server(label, start_directory)
+            self._forget_secrets()
         except libtmux_exc.TmuxSessionExists:  # raced with another creator
             again = self._session(label)
             if again is None:
@@ -117,6 +125,31 @@ class TmuxDriver(PaneControl):
         self._check(self.server.cmd("set-option", "-s", "set-clipboard", "off"), "set-option")
         self._claim(session, label)
         return str(session.session_id)
+
+    def _start_server(self, label: str, start_directory: str | Path | None) -> Session:
+        """Start the tmux server with its first session, from an environment without
+        secrets: tmux keeps the starting client's environment as its global one, which
+        every pane inherits (a job token or the broker password would reach them all)."""
+        argv = ["tmux", "-L", self.socket_name, "new-session", "-d", "-P", "-F",
+                "#{session_id}", "-s", format_literal(session_name_for(label)), "-n", "home",
+                "-x", str(SESSION_WIDTH), "-y", str(SESSION_HEIGHT)]  # fmt: skip
+        if start_directory:
+            argv += ["-c", format_literal(str(start_directory))]
+        env = {name: value for name, value in os.environ.items() if name not in SERVER_SECRETS}
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            if "duplicate session" in result.stderr:
+                raise libtmux_exc.TmuxSessionExists(result.stderr.strip())
+            raise libtmux_exc.LibTmuxException(result.stderr.strip())
+        found = self.server.sessions.get(session_id=result.stdout.strip(), default=None)
+        if not isinstance(found, Session):
+            raise libtmux_exc.LibTmuxException("the new tmux session vanished")
+        return found
+
+    def _forget_secrets(self) -> None:
+        """Drop secrets from tmux's global environment (a server someone else started)."""
+        for name in SERVER_SECRETS:
+            self.server.cmd("set-environment", "-g", "-u", name)
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every live session on this server, labelled (empty when no server runs)."""

@@ -151,3 +151,29 @@ def test_send_and_attach_refuse_what_cannot_be_done(orch: Orchestrator, cli) -> 
     assert (missing.returncode, missing.stderr) == (1, "orchestrate: no job 'deadbeef'\n")
     shown = cli("attach", "--job", job.job_id, "--print")
     assert shown.returncode == 0 and "attach-session -t %" in shown.stdout
+
+
+def test_secrets_reach_only_their_own_pane(
+    orch: Orchestrator, workdir, wait_for, monkeypatch
+) -> None:
+    """A submitter with a broker password and a job token of its own in its environment
+    (an agent that submits): the panes get their own job's token only, no password, and
+    tmux's global environment (what every pane inherits) holds neither."""
+    monkeypatch.setenv("MQTT_PASSWORD", "broker-secret-123")
+    monkeypatch.setenv("ORCHESTRATE_JOB_TOKEN", "someone-elses-token")
+    monkeypatch.setenv("MY_API_KEY", "the-users-own-key")
+    script = 'env > "env-$0.txt"; sleep 30'
+    first = orch.submit("a", "custom", "alpha", agent_cmd=["sh", "-c", script, "{prompt}"])
+    second = orch.submit("b", "custom", "beta", agent_cmd=["sh", "-c", script, "{prompt}"])
+    for job, prompt in ((first, "a"), (second, "b")):
+        dump = workdir / f"env-{prompt}.txt"
+        wait_for(lambda dump=dump: dump.exists() and "PATH=" in dump.read_text())
+        env = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
+        assert env["ORCHESTRATE_JOB_TOKEN"] == orch.registry.get(job.job_id).auth_token
+        assert env["MY_API_KEY"] == "the-users-own-key"  # the user's own environment
+        assert "MQTT_PASSWORD" not in env
+        assert "someone-elses-token" not in dump.read_text()
+    tokens = {orch.registry.get(j.job_id).auth_token for j in (first, second)}
+    assert len(tokens) == 2
+    glob = orch.driver.server.cmd("show-environment", "-g").stdout
+    assert not [line for line in glob if line.startswith(("MQTT_PASSWORD=", "ORCHESTRATE_JOB"))]
