@@ -24,7 +24,9 @@ MAX_LABEL_CHARS: Final = 200
 MAX_ARTIFACTS: Final = 1000
 REDACTED: Final = "<hidden: use --show-token>"
 
-_LABEL = re.compile(r"[^\s\x00-\x1f\x7f]+")
+# One word with no control (C0, DEL, C1) or bidi character: a label is printed in
+# tables and titles, where such characters would act on the terminal or reorder text.
+_LABEL = re.compile("[^\\s\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
 _TOPIC_BAD = re.compile(r"[+#\x00]")
 # Jobs publish on <DEFAULT_PREFIX>/<job_id>/events unless registered otherwise,
 # which is what the control room's bridge ingests (`orchestrate ingest --prefix`).

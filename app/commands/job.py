@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import json
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +13,7 @@ import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.settings import Settings
+from app.terminal.output import cell, dumps
 from registry.errors import InvalidJobInput
 from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
 from registry.states import BY_HAND
@@ -21,7 +21,7 @@ from registry.states import BY_HAND
 
 def emit_json(value: Any, *, indent: int | None = None) -> None:
     """JSON on stdout, flushed so pipes see it at once."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+    sys.stdout.write(dumps(value, indent=indent) + "\n")
     sys.stdout.flush()
 
 
@@ -165,7 +165,7 @@ def format_table(jobs: list[Job], now: datetime | None = None) -> str:
 
 
 def _cell(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = cell(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import click
 
 from app.commands.json_argument import read_json_argument
 from app.settings import Settings
+from app.terminal.output import dumps
 from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Message, Outgoing
 from registry.bus_types import send as send_message
@@ -43,7 +43,7 @@ def checked_agent(ctx: click.Context, param: click.Parameter, value: str | None)
 
 def emit(record: dict[str, Any]) -> None:
     """One JSON line on stdout, flushed so pipes see it at once."""
-    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    sys.stdout.write(dumps(record) + "\n")
     sys.stdout.flush()
 
 

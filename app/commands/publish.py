@@ -30,6 +30,7 @@ import click
 
 from app.commands.json_argument import read_json_argument
 from app.settings import Settings
+from app.terminal.output import json_text
 from registry.errors import InvalidEvent
 from registry.events import Event, build_event
 
@@ -136,7 +137,7 @@ def publish(
                 else "--raw records into this host's registry: not with --remote"
             )
         recorded = settings.open_registry().record_event(raw.read(), via="cli")
-        sys.stdout.write(recorded.event.to_bytes().decode("utf-8") + "\n")
+        sys.stdout.write(json_text(recorded.event.to_bytes().decode("utf-8")) + "\n")
         return
     if not job_id:
         raise click.UsageError("--job is required (or set ORCHESTRATE_JOB)")
@@ -151,7 +152,7 @@ def publish(
         raise click.UsageError("--topic-prefix is for --remote; a local job has its own")
     registry = settings.open_registry()
     recorded = registry.publish(job_id, event, detail, parse_data(data_text), token=token)
-    sys.stdout.write(recorded.event.to_bytes().decode("utf-8") + "\n")
+    sys.stdout.write(json_text(recorded.event.to_bytes().decode("utf-8")) + "\n")
     sys.stdout.flush()
     send_remote(registry.get(recorded.job_id), recorded, attempts)
 
@@ -198,7 +199,7 @@ def publish_remote(
                 f"{queued.position} goes unsigned (a job that signs will drop it)",
                 err=True,
             )
-        sys.stdout.write(queued.payload.decode("utf-8") + "\n")
+        sys.stdout.write(json_text(queued.payload.decode("utf-8")) + "\n")
         sys.stdout.flush()
         deliver_queued(settings, box, config, queued, attempts)
     finally:

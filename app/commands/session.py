@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -11,6 +10,7 @@ from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
 from app.orchestration.launches import split_command
 from app.settings import Settings
+from app.terminal.output import dumps
 from app.tmux.errors import TmuxNotInstalled
 from registry.sessions import Session
 
@@ -46,7 +46,7 @@ def list_sessions(settings: Settings, as_json: bool) -> None:
         click.echo(f"orchestrate: {error}; showing records without checking tmux", err=True)
         sessions = orchestrator.sessions.list()
     if as_json:
-        sys.stdout.write(json.dumps([s.to_dict() for s in sessions], indent=2) + "\n")
+        sys.stdout.write(dumps([s.to_dict() for s in sessions], indent=2) + "\n")
         return
     click.echo(format_table(sessions))
 

@@ -26,6 +26,7 @@ import time
 import click
 
 from app.settings import Settings
+from app.terminal.output import json_text
 from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
 from registry.event_trust import WatchedJob
@@ -166,6 +167,6 @@ def handle(fed: FedEvent, waiter: JobWaiter) -> None:
     """Offer one event; print it if it was news; ack it to the broker once printed."""
     verdict = waiter.offer(fed.event)
     if verdict in ("new", "terminal"):
-        sys.stdout.write(fed.event.to_bytes().decode("utf-8") + "\n")
+        sys.stdout.write(json_text(fed.event.to_bytes().decode("utf-8")) + "\n")
         sys.stdout.flush()
     fed.ack()
