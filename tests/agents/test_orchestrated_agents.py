@@ -118,3 +118,29 @@ def test_a_real_agent_answered_no_runs_nothing(
     assert not (workdir / "done.txt").exists()
     orch.cancel(job_id, grace_sec=2)
     assert orch.pane_for_job(job_id) is None
+
+
+def test_claude_approvals_from_the_control_room(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """--approvals control-room: Claude's permission hook waits for the answer given here
+    and returns it as the hook's decision; no key is typed into its pane."""
+    agent = AGENTS["claude"]
+    require("claude")
+    workdir = tmp_path / "work-approvals"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / "claude", workdir, model.base_url)
+    job = orch.submit(TASK, "claude", "claude-cr", agent_cmd=run.argv, env=run.env,
+                      workdir=workdir, approvals="control-room", approval_wait_sec=30)  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.waiting, "the hook to wait")
+    answered = orch.answer(job.job_id, "yes")
+    assert answered.how == "hook decision"
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the approved command never ran"
+        time.sleep(0.1)
+    inputs = [m.payload for m in orch.registry.bus.read_after(0) if m.type == "job.event"
+              and m.payload["event"] == "input"]  # fmt: skip
+    assert inputs[-1]["data"]["how"] == "hook decision"
+    orch.cancel(job.job_id, grace_sec=2)
