@@ -1,30 +1,54 @@
 """Agent adapters, one module per kind: claude (claude-code), codex, gemini, aider,
-demo, and generic for any other CLI (configured in agents.toml)."""
+demo, and generic for any other CLI (configured in agents.toml).
+
+A kind's module is imported only when that kind is asked for: `orchestrate hook`
+runs on an agent's critical path and loads just its own adapter.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.agents.aider import Aider
-from app.agents.base import AgentAdapter
-from app.agents.claude import Claude
-from app.agents.codex import Codex
-from app.agents.config import AgentSpec, load_specs
-from app.agents.demo import Demo
-from app.agents.gemini import Gemini
-from app.agents.generic import Generic
+if TYPE_CHECKING:
+    from app.agents.base import AgentAdapter
+    from app.agents.config import AgentSpec
+    from app.agents.generic import Generic
 
-BUILT_IN: tuple[type[AgentAdapter], ...] = (Claude, Codex, Gemini, Aider, Demo)
-KINDS: tuple[str, ...] = tuple(cls.kind for cls in BUILT_IN)
+# kind -> (module, class, aliases)
+_BUILT_IN: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "claude": ("app.agents.claude", "Claude", ("claude-code",)),
+    "codex": ("app.agents.codex", "Codex", ()),
+    "gemini": ("app.agents.gemini", "Gemini", ()),
+    "aider": ("app.agents.aider", "Aider", ()),
+    "demo": ("app.agents.demo", "Demo", ()),
+}
+KINDS: tuple[str, ...] = tuple(_BUILT_IN)
+
+
+def built_in_kind(name: str) -> str | None:
+    """The built-in kind ``name`` names (itself or an alias), else None."""
+    for kind, (_module, _cls, aliases) in _BUILT_IN.items():
+        if name == kind or name in aliases:
+            return kind
+    return None
 
 
 def built_in(name: str) -> AgentAdapter | None:
     """The adapter of a built-in kind (by name or alias), else None."""
-    for cls in BUILT_IN:
-        if name == cls.kind or name in cls.aliases:
-            return cls()
-    return None
+    kind = built_in_kind(name)
+    if kind is None:
+        return None
+    module, cls, _aliases = _BUILT_IN[kind]
+    adapter: AgentAdapter = getattr(importlib.import_module(module), cls)()
+    return adapter
+
+
+def built_in_adapters() -> list[AgentAdapter]:
+    """One adapter of each built-in kind."""
+    return [adapter for kind in KINDS if (adapter := built_in(kind)) is not None]
 
 
 def adapter_for(
@@ -32,6 +56,9 @@ def adapter_for(
 ) -> AgentAdapter:
     """The adapter for agent ``name``: a built-in kind, a kind from the agents config,
     or a generic one (which then needs the user's own command)."""
+    from app.agents.config import load_specs
+    from app.agents.generic import Generic
+
     specs = load_specs(state_dir, env)
     adapter = built_in(name)
     spec = specs.get(name)
@@ -43,6 +70,8 @@ def adapter_for(
 
 
 def _configured(spec: AgentSpec) -> Generic:
+    from app.agents.generic import Generic
+
     return Generic(
         spec.kind,
         command=spec.command,
@@ -61,4 +90,4 @@ def _extended(adapter: AgentAdapter, spec: AgentSpec) -> AgentAdapter:
     return adapter
 
 
-__all__ = ["KINDS", "AgentAdapter", "adapter_for", "built_in"]
+__all__ = ["KINDS", "adapter_for", "built_in", "built_in_adapters", "built_in_kind"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from app.agents import BUILT_IN
+from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
 
 TESTED_VERSIONS = {
@@ -95,11 +95,11 @@ def probe_hook(kind: str) -> tuple[bool, str]:
 
 def checks() -> list[Check]:
     found = []
-    for adapter_cls in BUILT_IN:
-        kind = adapter_cls.kind
+    for adapter in built_in_adapters():
+        kind = adapter.kind
         if kind == "demo":
             continue
-        path = shutil.which(adapter_cls.executable)
+        path = shutil.which(adapter.executable)
         version = version_of([path, "--version"]) if path else "not installed"
         ok, hooks = probe_hook(kind) if kind in HOOK_PROBES else (True, "not used")
         found.append(Check(kind, path, version, hooks, ok))
