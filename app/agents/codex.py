@@ -88,11 +88,10 @@ class Codex(AgentAdapter):
         return HookReading(Observation("idle", "hook:codex:notify"), thread)
 
     def about_the_task(self, payload: Mapping[str, Any], prompt: str) -> bool:
-        """The turn's input holds the job's task (or the follow-up a resume sends)."""
+        """The turn's input is the job's task itself (or the follow-up a resume sends):
+        the title thread's input holds the task too, but inside its own instructions."""
         messages = payload.get("input-messages")
         if not isinstance(messages, list):
             return False
-        task, follow_up = prompt.strip(), CONTINUE_PROMPT.strip()
-        return any(
-            isinstance(text, str) and (task in text or follow_up in text) for text in messages
-        )
+        wanted = {prompt.strip(), CONTINUE_PROMPT.strip()}
+        return any(isinstance(text, str) and text.strip() in wanted for text in messages)

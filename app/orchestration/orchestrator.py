@@ -322,14 +322,16 @@ class Orchestrator:
             job for job in self.registry.list(status="running") if job.activity == "interrupted"
         ]
 
-    def resume_interrupted(self) -> list[Job]:
-        """Bring every interrupted agent back in a new pane (one key in the control room)."""
+    def resume_interrupted(self, *, env: Mapping[str, str] | None = None) -> list[Job]:
+        """Bring every interrupted agent back in a new pane (one key in the control room),
+        with the environment of whoever resumes them (default: this process's)."""
         if self.driver.server_running() or self.registry.list(status="running"):
             self.reconcile()  # a reboot: find them first
         resumed = []
         for job in self.interrupted_jobs():
             try:
-                resumed.append(self.resume_job(job.job_id, reason="resumed after an interruption"))
+                why = "resumed after an interruption"
+                resumed.append(self.resume_job(job.job_id, env=env, reason=why))
             except (RegistryError, TmuxError) as exc:
                 log.warning("job %s not resumed: %s", job.job_id, exc)
         return resumed

@@ -15,7 +15,7 @@ from app.orchestration import Orchestrator
 from tests.agents.agent_cases import AGENTS, AgentCase
 from tests.agents.clis import require
 from tests.agents.conftest import ServeModel
-from tests.agents.fake_models.script import Script
+from tests.agents.fake_models.script import Reply, Script
 
 pytestmark = pytest.mark.agents
 
@@ -107,6 +107,7 @@ def test_a_real_agent_waits_is_answered_yes_and_its_job_completes(
     orch.stop_agent(orch.registry.get(job_id), grace_sec=2)
 
 
+@pytest.mark.slow  # the full agent matrix (CI runs it): yes above stays in the default run
 def test_a_real_agent_answered_no_runs_nothing(
     agent: AgentCase, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
@@ -144,3 +145,43 @@ def test_claude_approvals_from_the_control_room(
               and m.payload["event"] == "input"]  # fmt: skip
     assert inputs[-1]["data"]["how"] == "hook decision"
     orch.cancel(job.job_id, grace_sec=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["claude", "gemini", "codex"])
+def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
+    name: str, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """A reboot, simulated by killing the tmux server: the job is interrupted; resuming
+    starts the agent with its own session id, and its next request carries the earlier
+    conversation (the task it was given) plus the follow-up."""
+    agent = AGENTS[name]
+    require(name)
+    workdir = tmp_path / "work-resume"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script([Reply("First part done.")]))
+    run = agent.sandbox(tmp_path / name, workdir, model.base_url)
+    job = orch.submit("remember the word PELICAN", name, f"{name}-r", agent_cmd=run.argv,
+                      env=run.env, workdir=workdir)  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.activity == "idle", "its first turn to end")
+    assert orch.registry.get(job.job_id).agent_session_id  # the agent's own id, recorded
+    turns_before = len(model.requests_of("turn"))
+    orch.driver.server.cmd("kill-server")
+    supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
+    resumed = orch.resume_interrupted(env=run.env)  # as the user's shell would give it
+    assert [j.job_id for j in resumed] == [job.job_id]
+    deadline = time.monotonic() + 40
+    while len(model.requests_of("turn")) <= turns_before:
+        pane = orch.pane_for_job(job.job_id)
+        screen = "\n".join(orch.driver.capture(pane, 40)) if pane else "(no pane)"
+        assert time.monotonic() < deadline, f"the resumed agent never asked its model:\n{screen}"
+        time.sleep(0.2)
+    latest = json_text(model.requests_of("turn")[-1].body)
+    assert "PELICAN" in latest and "Continue the task" in latest
+    orch.cancel(job.job_id, grace_sec=2)
+
+
+def json_text(body: object) -> str:
+    import json
+
+    return json.dumps(body)
