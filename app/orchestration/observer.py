@@ -22,8 +22,9 @@ An observation that repeats the job's activity is dropped by the registry.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.agents import adapter_for
@@ -59,13 +60,39 @@ class Verdict:
     """The finish is the agent's idle after its task (--done-when idle), not its exit."""
 
 
+class StatusStreams:
+    """Each job's status sequences, read from its pane log once: by a full look or by
+    the quick reader between them, whichever comes first (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scanners: dict[str, tuple[StatusScanner, int]] = {}
+
+    def read(self, job_id: str, log_path: Path, size: int) -> Observation | None:
+        """The newest status in the bytes of ``log_path`` not read yet (up to ``size``)."""
+        with self._lock:
+            scanner, offset = self._scanners.get(job_id, (StatusScanner(), 0))
+            start = 0 if size < offset else offset  # a smaller log was replaced
+            start = max(start, size - MAX_LOG_READ)
+            seen: list[Observation] = []
+            if size > start:
+                with log_path.open("rb") as handle:
+                    handle.seek(start)
+                    seen = scanner.feed(handle.read(size - start))
+            self._scanners[job_id] = (scanner, size)
+            return seen[-1] if seen else None  # the newest state is the one that counts
+
+    def forget_all_but(self, job_ids: set[str]) -> None:
+        with self._lock:
+            for job_id in set(self._scanners) - job_ids:
+                del self._scanners[job_id]
+
+
 @dataclass
 class Watch:
     """What the observer remembers of one job between passes."""
 
     adapter: AgentAdapter
-    scanner: StatusScanner = field(default_factory=StatusScanner)
-    log_offset: int | None = None
     log_size: int = -1
     output_at: float = 0.0
     screen_at: float = 0.0
@@ -101,11 +128,13 @@ class AgentObserver:
         self.state_dir = state_dir
         self.idle_grace_sec = idle_grace_sec
         self.watches: dict[str, Watch] = {}
+        self.statuses = StatusStreams()
 
     def forget_all_but(self, job_ids: set[str]) -> None:
         """Drop the memory of jobs no longer running."""
         for job_id in set(self.watches) - job_ids:
             del self.watches[job_id]
+        self.statuses.forget_all_but(job_ids)
 
     def look(
         self,
@@ -136,7 +165,7 @@ class AgentObserver:
             return Verdict((exited,), ended or ("error", pane_end_reason(pane)), heartbeat="dead")
         found: list[Observation] = []
         current = observation_of(job.activity, job.activity_source, job.activity_data)
-        grew = self._read_output(watch, log_path, now, found)
+        grew = self._read_output(job.job_id, watch, log_path, now, found)
         if found:
             current = found[-1]
         seen = self._read_screen(watch, pane.pane_id, now, grew)
@@ -176,16 +205,18 @@ class AgentObserver:
         watch = self.watches.get(job.job_id)
         if watch is None or not watch.adapter.reads_osc_status:
             return None
-        found: list[Observation] = []
-        self._read_output(watch, log_path, now, found)
-        return found[-1] if found else None
+        try:
+            size = log_path.stat().st_size
+        except OSError:
+            return None
+        return self.statuses.read(job.job_id, log_path, size)
 
     # -- sources ------------------------------------------------------------
 
     def _read_output(
-        self, watch: Watch, log_path: Path, now: float, found: list[Observation]
+        self, job_id: str, watch: Watch, log_path: Path, now: float, found: list[Observation]
     ) -> bool:
-        """Note new output; feed it to the status-sequence scanner. True if it grew."""
+        """Note new output; read its status sequences. True if it grew."""
         try:
             size = log_path.stat().st_size
         except OSError:
@@ -194,20 +225,10 @@ class AgentObserver:
         if grew:
             watch.output_at = now
         watch.log_size = size
-        if not watch.adapter.reads_osc_status:
-            return grew
-        start = watch.log_offset if watch.log_offset is not None else 0
-        if size < start:  # the log was replaced
-            start = 0
-        start = max(start, size - MAX_LOG_READ)
-        if size > start:
-            with log_path.open("rb") as handle:
-                handle.seek(start)
-                chunk = handle.read(size - start)
-            seen = watch.scanner.feed(chunk)
-            if seen:
-                found.append(seen[-1])  # the newest state is the one that counts now
-        watch.log_offset = size
+        if watch.adapter.reads_osc_status:
+            seen = self.statuses.read(job_id, log_path, size)
+            if seen is not None:
+                found.append(seen)
         return grew
 
     def _read_screen(

@@ -111,6 +111,7 @@ class Reconciler:
             idle_grace_sec=idle_grace_sec,
         )
         self._lock = threading.Lock()
+        self._output_lock = threading.Lock()
 
     def run(self, only: str | None = None) -> ReconcileReport:
         """Expire leases, judge every running job's agent (or just ``only``), reconcile
@@ -147,7 +148,7 @@ class Reconciler:
     def run_output(self) -> int:
         """A quick pass between full ones: new status sequences in running jobs' output
         (Codex's OSC 7501), recorded at once. Returns how many changes it recorded."""
-        with self._lock:
+        with self._output_lock:  # not the pass's lock: a long pass must not delay it
             orch = self.orchestrator
             recorded = 0
             now = self.clock()

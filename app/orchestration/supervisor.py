@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -119,6 +120,11 @@ def supervise(
             return 3
         quiet_since = time.monotonic()
         last = ""
+        done = threading.Event()
+        reader = threading.Thread(
+            target=read_output, args=(orchestrator, done), name="status-reader", daemon=True
+        )
+        reader.start()
         while state_dir.is_dir():
             try:
                 summary = orchestrator.reconcile()
@@ -137,10 +143,14 @@ def supervise(
                 break
             if not live and not orchestrator.tmux_running():
                 break  # nothing runs, and nothing can (its tmux server is gone)
-            next_pass = time.monotonic() + interval
-            while live and time.monotonic() + OUTPUT_INTERVAL_SEC < next_pass:
-                time.sleep(OUTPUT_INTERVAL_SEC)
-                with contextlib.suppress(Exception):  # the next full pass reports it
-                    orchestrator.reconcile_output()
-            time.sleep(max(0.0, next_pass - time.monotonic()))
+            time.sleep(interval)
+        done.set()
+        reader.join(5)
     return 0
+
+
+def read_output(orchestrator: Supervisable, done: threading.Event) -> None:
+    """Status sequences ten times a second, beside the full passes (never behind one)."""
+    while not done.wait(OUTPUT_INTERVAL_SEC):
+        with contextlib.suppress(Exception):  # the next full pass reports what failed
+            orchestrator.reconcile_output()
