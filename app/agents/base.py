@@ -44,6 +44,13 @@ class Keys:
         return {"yes": self.yes, "no": self.no, "always": self.always}[answer]
 
 
+NUMBERED_MENU = Keys(
+    yes=("1",), no=("Escape",), always=("2",), interrupt=("Escape",), exit=("C-c", "C-c")
+)
+"""Claude Code's and Gemini CLI's dialogs: 1 allows once, 2 for the session or project,
+Esc is "no" wherever it sits; C-c twice exits."""
+
+
 @dataclass(frozen=True)
 class LaunchContext:
     """What an adapter needs to build the command line of one job's agent."""

@@ -10,10 +10,10 @@ from typing import Any
 
 from app.agents.base import (
     CONTINUE_PROMPT,
+    NUMBERED_MENU,
     PROMPT_WORD,
     AgentAdapter,
     HookReading,
-    Keys,
     LaunchContext,
     LaunchPlan,
     text_of,
@@ -48,11 +48,7 @@ class Claude(AgentAdapter):
     done_when = "idle"
     has_hooks = True
     resumable = True
-    # 1 runs at once (no Enter); Esc is the one position-independent "no";
-    # 2 switches the session to accept-edits ("always" for this project).
-    keys = Keys(
-        yes=("1",), no=("Escape",), always=("2",), interrupt=("Escape",), exit=("C-c", "C-c")
-    )
+    keys = NUMBERED_MENU  # Claude: 2 switches the session to accept-edits
     screen_rules = (
         ScreenRule(
             "claude.trust",

@@ -12,10 +12,10 @@ from typing import Any
 
 from app.agents.base import (
     CONTINUE_PROMPT,
+    NUMBERED_MENU,
     PROMPT_WORD,
     AgentAdapter,
     HookReading,
-    Keys,
     LaunchContext,
     LaunchPlan,
     text_of,
@@ -84,10 +84,7 @@ class Gemini(AgentAdapter):
     done_when = "idle"
     has_hooks = True
     resumable = True
-    # 1 (or Enter) allows once, 2 for the session; Esc is "no" wherever it sits.
-    keys = Keys(
-        yes=("1",), no=("Escape",), always=("2",), interrupt=("Escape",), exit=("C-c", "C-c")
-    )
+    keys = NUMBERED_MENU
     screen_rules = (
         ScreenRule(
             "gemini.approval",
