@@ -70,6 +70,18 @@ _PYTE_ESC = re.compile(r"\x1b(?:[0-~]|[#()][0-~])")
 _PYTE_CONTROLS = frozenset("\x07\x08\t\n\x0b\x0c\r")
 _TITLE = re.compile(r"\x1b\][02];([^\x07\x1b\x9c]*)")
 _HEX_COLOUR = re.compile(r"[0-9a-f]{6}")
+# The 8-bit (C1) forms of the sequence introducers, as decoded UTF-8 (U+0090 ...): xterm
+# obeys them as their 7-bit forms, so they are read as those and dropped whole (else
+# a `U+009D 0;title U+009C` would drop its two controls and show "0;title" as text).
+_C1_INTRODUCERS: Final[Mapping[int, str]] = {
+    0x90: "\x1bP",  # DCS
+    0x98: "\x1bX",  # SOS
+    0x9B: "\x1b[",  # CSI
+    0x9C: "\x1b\\",  # ST
+    0x9D: "\x1b]",  # OSC
+    0x9E: "\x1b^",  # PM
+    0x9F: "\x1b_",  # APC
+}
 _NAMED_COLOURS: Final[Mapping[str, str]] = {
     "black": "black",
     "red": "red",
@@ -149,8 +161,9 @@ class _Stream(pyte.Stream):
     gives pyte only text, the controls it renders, and complete sequences it parses
     correctly. Everything else is dropped here: strings (DCS, APC, PM, SOS), OSC other
     than a title, CSI with intermediates or a `<`, `=`, `>` marker (kitty keyboard,
-    XTMODKEYS, XTVERSION, DECRQM), C1 controls, an over-long or malformed sequence.
-    pyte alone would draw some of them as text or misread them as colours."""
+    XTMODKEYS, XTVERSION, DECRQM), C1 controls, an over-long or malformed sequence
+    (a C1 sequence introducer counts as its 7-bit form). pyte alone would draw some of
+    them as text or misread them as colours."""
 
     def __init__(self, screen: _Screen) -> None:
         super().__init__(screen)
@@ -159,7 +172,7 @@ class _Stream(pyte.Stream):
         self._pending = ""  # an escape sequence cut by the end of the last chunk
 
     def feed(self, data: bytes) -> None:  # type: ignore[override]  # bytes, as pyte.ByteStream
-        text = self._pending + self._decoder.decode(data)
+        text = self._pending + self._decoder.decode(data).translate(_C1_INTRODUCERS)
         self._pending = ""
         position, length = 0, len(text)
         while position < length:

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from app.terminal.emulator import MAX_SEQUENCE_CHARS, TerminalEmulator
+from tests.tui_live.xterm_everything import LAST_LINE, MARKUP, SEQUENCES
+from tests.tui_live.xterm_everything import payload as xterm_payload
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "agents" / "fixtures"
 if not FIXTURES.is_dir():  # a clone elsewhere: the shared fixtures by their absolute path
@@ -98,8 +100,54 @@ def test_terminal_queries_and_settings_are_not_text_and_not_style() -> None:
     terminal = TerminalEmulator(columns=40, lines=5)
     terminal.feed(queries + b"after\r\n")
     (line,) = terminal.tail()
-    assert line.plain == "link6n\ufffdafter"  # C1 controls are dropped, not obeyed
+    assert line.plain == "link\ufffdafter"  # C1 CSI read as CSI; a raw 0x9b is not UTF-8
     assert not line.spans
+
+
+# What each of xterm_everything's sequences leaves between its markers: nothing, but for
+# a link's text, U+FFFD for each raw C1 byte (not UTF-8), and the three letters drawn
+# while another character set was selected. (DECALN, RIS, ED 3 change the whole screen.)
+LEFT_BETWEEN_MARKERS = {
+    "osc8": "link",
+    "c1-raw-csi": "\ufffd6n\ufffdc",
+    "c1-raw-osc": "\ufffd0;PWNED-TITLE",
+    "c1-raw-dcs": "\ufffd$qm\ufffd",
+    "c1-raw-apc-pm-sos": "\ufffdapc\ufffd\ufffdpm\ufffd\ufffdsos\ufffd",
+    "c1-raw-misc": "\ufffd" * 8,
+    "dec-graphics": "lqk",
+    "shift-out": "lqk",
+    "bidi": "aRTLbiso",
+}
+WHOLE_SCREEN = {"decaln", "ris", "erase-scrollback"}
+
+
+@pytest.mark.parametrize(
+    ("name", "sequence"),
+    [(name, seq) for name, seq in SEQUENCES if name not in WHOLE_SCREEN],
+    ids=[name for name, _ in SEQUENCES if name not in WHOLE_SCREEN],
+)
+def test_every_xterm_sequence_is_dropped_whole(name: str, sequence: str | bytes) -> None:
+    """Each query, title, string, mode and C1 form xterm knows leaves no text of its own
+    (8-bit C1 introducers in UTF-8 are read as their 7-bit forms, as xterm does), and
+    nothing in the emulator's output is anything but text and SGR."""
+    raw = sequence if isinstance(sequence, bytes) else sequence.encode()
+    terminal = TerminalEmulator(columns=80, lines=5)
+    terminal.feed(f"<{name}>".encode() + raw + f"</{name}>\r\n".encode())
+    (line,) = terminal.tail()
+    assert line.plain == f"<{name}>{LEFT_BETWEEN_MARKERS.get(name, '')}</{name}>"
+    out = SGR.sub("", terminal_bytes([line]))
+    assert "\x1b" not in out and not CONTROL.search(out.replace("\n", ""))
+
+
+def test_the_whole_xterm_stream_leaves_its_last_lines_and_no_sequence() -> None:
+    """xterm_everything's whole output, in small chunks: the markup and the last line show
+    as written, and only text and SGR come out."""
+    terminal = fed(xterm_payload(), 5)
+    lines = terminal.tail()
+    shown = [line.plain for line in lines]
+    assert shown[-1] == LAST_LINE and shown[-2] == f"red {MARKUP}"
+    out = SGR.sub("", terminal_bytes(lines))
+    assert "\x1b" not in out and not CONTROL.search(out.replace("\n", ""))
 
 
 def test_titles_are_kept_apart_and_printable() -> None:
