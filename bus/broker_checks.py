@@ -1,11 +1,14 @@
-"""What a broker config may hold, checked before anything is written: the port and the
-address a listener binds to (it goes into mosquitto.conf as one word)."""
+"""What a broker config may hold, checked before anything is written: the port, the
+address a listener binds to (it goes into mosquitto.conf as one word), the paths and the
+topic prefix written into mosquitto.conf and the ACL (one line each: a newline in them
+would add lines of its own, such as `allow_anonymous true` or a `plugin`)."""
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
 import re
+from pathlib import Path
 
 from bus.errors import BrokerSetupError
 
@@ -44,3 +47,38 @@ def is_loopback(address: str) -> bool:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
+
+
+# What would end or bend a line of mosquitto.conf or the ACL: C0 controls (a newline
+# above all), DEL and C1 controls.
+_LINE_BREAKERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_config_path(path: Path) -> Path:
+    """``path`` if it can stand on one line of mosquitto.conf, else ``BrokerSetupError``.
+
+    >>> check_config_path(Path("/srv/broker dir"))
+    PosixPath('/srv/broker dir')
+    """
+    if _LINE_BREAKERS.search(str(path)):
+        raise BrokerSetupError(
+            f"broker directory {str(path)!r} holds a control character (a newline would "
+            "add lines to mosquitto.conf): pick another --dir"
+        )
+    return path
+
+
+def check_topic_prefix(prefix: str) -> str:
+    """``prefix`` without its outer slashes, if it is one MQTT topic without wildcards,
+    spaces or control characters, else ``BrokerSetupError``.
+
+    >>> check_topic_prefix("/team/jobs/")
+    'team/jobs'
+    """
+    stripped = prefix.strip("/")
+    if not stripped or set(stripped) & set("#+") or re.search(r"[\s\x00-\x1f\x7f-\x9f]", stripped):
+        raise BrokerSetupError(
+            f"topic prefix must be a topic without '#', '+', spaces or control characters, "
+            f"got {prefix!r}"
+        )
+    return stripped

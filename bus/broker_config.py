@@ -25,7 +25,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from bus.broker_checks import check_bind, check_port, is_loopback
+from bus.broker_checks import (
+    check_bind,
+    check_config_path,
+    check_port,
+    check_topic_prefix,
+    is_loopback,
+)
 from bus.broker_tls import (
     BROKER_USER,
     TlsFiles,
@@ -248,8 +254,8 @@ def write_config(
     check_port(port)
     bind = check_bind(bind)
     check_users(users)
-    if "#" in topic_prefix or "+" in topic_prefix or not topic_prefix.strip("/"):
-        raise BrokerSetupError(f"bad topic prefix: {topic_prefix!r}")
+    topic_prefix = check_topic_prefix(topic_prefix)
+    check_config_path(directory.absolute())
     if allow_anonymous and not is_loopback(bind):
         raise BrokerSetupError(
             f"--allow-anonymous is only for a loopback listener, not {bind} "
@@ -257,12 +263,12 @@ def write_config(
         )
     if require_certificate and not tls:
         raise BrokerSetupError("--require-certificate needs a TLS listener (--tls)")
-    directory = prepare_dir(directory)
+    directory = check_config_path(prepare_dir(directory))  # resolved: a link could bend it
     check_runs_unprivileged(directory)
     users, generated = _control_user(directory, users)
     control = next(user.name for user in users if user.role == "control")
     settings = BrokerSettings(
-        port, bind, tls, topic_prefix.strip("/"), True, allow_anonymous, require_certificate,
+        port, bind, tls, topic_prefix, True, allow_anonymous, require_certificate,
         control, generated,
     )  # fmt: skip
     tls_files: TlsFiles | None = None
@@ -288,6 +294,7 @@ def write_config(
 def rewrite_port(directory: Path, port: int) -> Path:
     """Regenerate ``directory``'s mosquitto.conf with a new listener port."""
     check_port(port)
+    check_config_path(directory.absolute())
     settings = read_settings(directory)
     if settings is None:
         raise BrokerSetupError(f"no readable broker settings in {directory}")

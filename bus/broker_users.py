@@ -48,8 +48,10 @@ class BrokerUser:
         check_user_name(name)
         jobs = tuple(j for j in (parts[2].split(",") if len(parts) == 3 else ()) if j)
         for job in jobs:
-            if "/" in job or "#" in job or "+" in job or any(ch.isspace() for ch in job):
-                raise BrokerSetupError(f"job id may not contain '/', '#', '+' or spaces: {job!r}")
+            if set(job) & set("/#+") or any(ch.isspace() or not ch.isprintable() for ch in job):
+                raise BrokerSetupError(
+                    f"job id may not contain '/', '#', '+', spaces or control characters: {job!r}"
+                )
         return cls(name=name, password=password, role=role, jobs=jobs)
 
     @classmethod

@@ -88,6 +88,9 @@ def test_bad_input_is_one_line(cli, args: list[str], fragment: str) -> None:  # 
         (["--user", "hq:p", "--control", "hq:q"], "broker user 'hq' is given twice"),
         (["--bind", "0.0.0.0", "--allow-anonymous"], "only for a loopback listener, not 0.0.0.0"),
         (["--user", "orchestrate-control:p"], "is the generated control user"),
+        (["--prefix", "jobs\nuser evil\ntopic readwrite jobs"], "topic prefix must be"),
+        (["--prefix", "jobs x"], "topic prefix must be"),
+        (["--user", "w1:p:0000aaaa\x01"], "job id may not contain"),
     ],
 )
 def test_config_refuses_a_bad_bind_or_a_user_named_twice(  # type: ignore[no-untyped-def]
@@ -99,6 +102,17 @@ def test_config_refuses_a_bad_bind_or_a_user_named_twice(  # type: ignore[no-unt
     before = {path.name: path.read_bytes() for path in target.iterdir() if path.is_file()}
     assert fragment in one_line_error(cli("broker", "config", "--dir", str(target), *flags))
     assert {path.name: path.read_bytes() for path in target.iterdir() if path.is_file()} == before
+
+
+def test_a_broker_directory_that_would_add_config_lines_is_refused(  # type: ignore[no-untyped-def]
+    cli, broker_tmp: Path
+) -> None:
+    """The directory's path is written into mosquitto.conf (persistence_location,
+    password_file, acl_file, ...): a newline in it would be a config line of its own."""
+    target = broker_tmp / "b\nallow_anonymous true\nplugin /tmp/evil.so\n#"
+    error = one_line_error(cli("broker", "config", "--dir", str(target)))
+    assert "holds a control character" in error
+    assert not target.exists()
 
 
 @pytest.mark.parametrize("bind", ["0.0.0.0", "::1", "localhost", "broker.example.org"])
