@@ -86,11 +86,11 @@ def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
     """orchestrate: a control room for coding agents running in tmux."""
     if ctx.invoked_subcommand not in ONE_SHOT_COMMANDS:
         gc.enable()
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="orchestrate: %(levelname)s %(name)s: %(message)s",
-    )
+    from app.terminal.output import ShownFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(ShownFormatter("orchestrate: %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     ctx.obj = Settings(
         state_dir=find_state_dir(state_dir),
         busy_timeout_ms=busy_timeout_from_env(),
@@ -111,6 +111,7 @@ def domain_errors() -> tuple[type[Exception], ...]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning domain errors into `orchestrate: <reason>`."""
     from app.command_line import check_command_line, check_environment
+    from app.terminal.output import shown
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -126,15 +127,15 @@ def main(argv: list[str] | None = None) -> None:
         # some of its messages span lines (a missing Choice lists one choice a line).
         where = exc.ctx.command_path if exc.ctx is not None else "orchestrate"
         reason = " ".join(exc.format_message().split()).rstrip(".")
-        click.echo(f"{where}: {reason} (see '{where} --help')", err=True)
+        click.echo(shown(f"{where}: {reason} (see '{where} --help')"), err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(shown(f"Error: {exc.format_message()}"), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except domain_errors() as exc:
-        click.echo(f"orchestrate: {exc}", err=True)
+        click.echo(shown(f"orchestrate: {exc}"), err=True)
         sys.exit(getattr(exc, "exit_code", 1))
     except KeyboardInterrupt:
         sys.exit(130)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from app.commands.job import emit_json
-from app.commands.review import for_terminal
 from app.review.cleanup import DEFAULT_DAYS, collect
 from app.review.flow import ReviewFlow
 from app.settings import Settings
+from app.terminal.output import for_terminal
 
 
 @click.command()

@@ -4,7 +4,6 @@ that did not happen (its conflicts listed file by file)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import TextIO
 
@@ -14,25 +13,10 @@ from app.commands.job import emit_json
 from app.review.diffs import ReviewDiff, read_review_diff
 from app.review.flow import ReviewFlow
 from app.settings import Settings
+from app.terminal.output import for_terminal
 from registry.review import Review
 
 JOB_ARGUMENT = click.argument("job_id", metavar="JOB")
-# What a terminal would act on: C0 controls but tab and newline, DEL, C1 controls.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def for_terminal(text: str, stream: TextIO | None = None) -> str:
-    """Text an agent wrote, made safe for a terminal: control characters shown as
-    ^X / \\xNN instead of acting. Unchanged when the stream is not a terminal."""
-    target = stream or sys.stdout
-    if not target.isatty():
-        return text
-
-    def shown(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return f"^{chr(code + 64)}" if code < 32 else "^?" if code == 127 else f"\\x{code:02x}"
-
-    return _CONTROL.sub(shown, text)
 
 
 def _flow(settings: Settings) -> ReviewFlow:

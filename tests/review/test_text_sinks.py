@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from app.commands.review import for_terminal
+from app.terminal.output import for_terminal
 from app.tmux.errors import TmuxCommandFailed
 from app.tmux.paste import MAX_PASTE_CHARS, pasteable
 from app.tui.widgets.diff_view import visible
@@ -33,3 +33,10 @@ def test_agent_text_at_a_terminal_shows_its_controls() -> None:
 def test_diff_lines_show_controls_as_pictures() -> None:
     assert visible("+\tx\x1b[2J\x00\x7f\x85") == "+   x\u241b[2J\u2400\u2421\ufffd"
     assert visible("y" * 3000).endswith("\u2026")
+
+
+def test_diff_lines_cannot_reorder_code_under_review() -> None:
+    """Trojan Source (CVE-2021-42574): bidi overrides and isolates in a changed line
+    would draw it in another order than the one it runs in; they show as U+FFFD."""
+    line = "+/*\u202e } \u2066if (isAdmin)\u2069 \u2066 begin admins only */"
+    assert visible(line) == "+/*\ufffd } \ufffdif (isAdmin)\ufffd \ufffd begin admins only */"

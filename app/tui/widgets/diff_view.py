@@ -12,7 +12,6 @@ Every line is data an agent wrote: it becomes a `rich.text.Text`, never markup.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,23 +29,19 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.git.diff import FileDiff
+from app.tui.safe_text import visible as safe_visible
 
 TAB_SIZE = 4
 MAX_LINE_CHARS = 2000  # past this a line is cut: nobody reads it, and it must not stall a frame
 SYNTAX_THEME = "ansi_dark"
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 HEADER, HUNK, ADDED, REMOVED, CONTEXT, NOTE = "h", "@", "+", "-", " ", "\\"
 
 
 def visible(line: str) -> str:
-    """A line as it can be drawn: tabs expanded, control characters shown as the
-    Unicode control pictures (ESC as ␛) instead of reaching the terminal."""
-
-    def picture(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return chr(0x2400 + code) if code < 32 else "\u2421" if code == 127 else "\ufffd"
-
-    shown = _CONTROL.sub(picture, line.expandtabs(TAB_SIZE))
+    """A line as it can be drawn: tabs expanded, then the control room's own `visible`
+    (control characters as their Unicode pictures, ESC as ␛; bidi controls, which would
+    reorder the code under review, as U+FFFD), cut at MAX_LINE_CHARS."""
+    shown = safe_visible(line.expandtabs(TAB_SIZE))
     return shown if len(shown) <= MAX_LINE_CHARS else shown[:MAX_LINE_CHARS] + "\u2026"
 
 
