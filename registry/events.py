@@ -206,7 +206,8 @@ def decode_json(text: str, source: str, **hooks: Any) -> Any:
         raise InvalidEvent(f"{source} is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, huge ints, the hooks
         if isinstance(exc, json.JSONDecodeError):
-            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+            # Some of json's messages end in "at" already ("Invalid control character at").
+            reason = f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
         elif "integer string conversion" in str(exc):  # CPython's text points at sys.*
             reason = f"a number has more than {sys.get_int_max_str_digits()} digits"
         else:

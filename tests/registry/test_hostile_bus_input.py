@@ -57,6 +57,21 @@ def test_decode_json_returns_storable_json_or_one_error(text: str) -> None:
     json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"a":"\x1b"}', "Invalid control character at line 1 column 7"),
+        ('{"a":', "Expecting value at line 1 column 6"),
+        ("[1,]", "Expecting value at line 1 column 4"),
+    ],
+)
+def test_a_json_error_says_where_once(text: str, reason: str) -> None:
+    """json's own message is kept, its position said once ("... at at line 1" before)."""
+    with pytest.raises(RegistryError) as refused:
+        decode_json(text, "payload")
+    assert str(refused.value) == f"payload is not valid JSON: {reason}"
+
+
 @settings(max_examples=2000)
 @given(kind=hostile_text, msg_id=hostile_text)
 def test_reserved_names_are_refused_with_one_line(kind: str, msg_id: str) -> None:
