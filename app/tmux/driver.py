@@ -121,8 +121,10 @@ class TmuxDriver(PaneControl):
             return str(again.session_id)
         except libtmux_exc.LibTmuxException as error:
             raise TmuxCommandFailed(f"cannot create tmux session for {label!r}: {error}") from error
-        # An agent's OSC 52 would otherwise reach the clipboard of whoever attaches.
+        # An agent's OSC 52 would otherwise reach the clipboard of whoever attaches, and
+        # its DCS tmux; passthrough (if a tmux.conf allows it) their terminal itself.
         self._check(self.server.cmd("set-option", "-s", "set-clipboard", "off"), "set-option")
+        self.server.cmd("set-option", "-gw", "allow-passthrough", "off")  # unknown before 3.3
         self._claim(session, label)
         return str(session.session_id)
 

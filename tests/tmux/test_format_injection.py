@@ -4,6 +4,7 @@ a log path runs nothing (real tmux, private socket; each test checks no file app
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +69,24 @@ def test_legitimate_labels_still_work(driver: TmuxDriver) -> None:
     assert labels == {"tmux:claude", "team.alpha:1", "demo-3", "a.b%c:d", "user@host", "w/x+y=z"}
     assert SAFE_LABEL.pattern.startswith("[A-Za-z0-9_]")  # never an option or a tmux target
     # an agent's OSC 52 must not reach the clipboard of whoever attaches
+    assert driver.server.cmd("show-options", "-sv", "set-clipboard").stdout == ["off"]
+
+
+def test_a_tmux_conf_cannot_let_pane_output_through_to_the_terminal(
+    driver: TmuxDriver, tmp_path: Path
+) -> None:
+    """A server started with the user's tmux.conf allowing passthrough (DCS tmux; ...
+    reaches the attached terminal as it stands) and the clipboard: both off once
+    orchestrate puts a session on it."""
+    conf = tmp_path / "tmux.conf"
+    conf.write_text("set -g allow-passthrough on\nset -s set-clipboard on\n")
+    subprocess.run(
+        ["tmux", "-L", driver.socket_name, "-f", str(conf), "new-session", "-d", "-s", "mine"],
+        check=True,
+    )
+    assert driver.server.cmd("show-options", "-gwv", "allow-passthrough").stdout == ["on"]
+    driver.ensure_session("agent")
+    assert driver.server.cmd("show-options", "-gwv", "allow-passthrough").stdout == ["off"]
     assert driver.server.cmd("show-options", "-sv", "set-clipboard").stdout == ["off"]
 
 
