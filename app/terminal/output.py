@@ -17,10 +17,11 @@ import sys
 from typing import Any, Final, TextIO
 
 HIDDEN: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
 )
 """Characters a terminal acts on or that reorder text: controls (C0 but tab and
-newline, DEL, C1), bidi controls, line and paragraph separators."""
+newline, DEL, C1), bidi controls, line and paragraph separators; and lone surrogates,
+which no terminal can be sent (the write would fail)."""
 
 
 def json_text(text: str) -> str:

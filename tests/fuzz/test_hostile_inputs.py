@@ -5,7 +5,7 @@ sequences, raw pane bytes: each either comes out safe or raises the documented e
 (InvalidEvent, InvalidJobInput, InvalidLabel); nothing is executed, no markup is parsed
 from data, and no escape sequence other than SGR reaches a terminal.
 
-About 10,700 inputs by default, derandomized (the same inputs every run, ~15 s);
+About 11,700 inputs by default, derandomized (the same inputs every run, ~15 s);
 ORCHESTRATE_FUZZ=ci runs ten times as many, randomly.
 """
 
@@ -31,6 +31,7 @@ from textual.content import Content
 
 from app.commands.json_argument import read_json_argument
 from app.terminal.emulator import TerminalEmulator
+from app.terminal.output import cell, dumps, shown
 from app.tmux.errors import InvalidLabel
 from app.tmux.format_safe import format_literal
 from app.tmux.names import SAFE_LABEL, label_for, session_name_for
@@ -41,6 +42,7 @@ from registry.detail import check_detail, scrub_detail, unsafe_detail_reason
 from registry.errors import InvalidEvent, InvalidJobInput
 from registry.events import EVENT_TYPES, parse_event
 from registry.records import check_label
+from tests.tui_live import xterm_everything
 
 CI = os.environ.get("ORCHESTRATE_FUZZ") == "ci"
 
@@ -183,9 +185,10 @@ csi = st.builds(
     st.text(alphabet="0123456789;:?<=>$ !", max_size=12),
     st.integers(0x40, 0x7E),
 )
+XTERM = [seq if isinstance(seq, bytes) else seq.encode() for _, seq in xterm_everything.SEQUENCES]
 pane_bytes = st.lists(
     st.one_of(
-        st.sampled_from([e.encode("utf-8", "surrogatepass") for e in ESCAPES + MARKUP]),
+        st.sampled_from([e.encode("utf-8", "surrogatepass") for e in ESCAPES + MARKUP] + XTERM),
         st.binary(max_size=12),
         st.text(max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass")),
         csi,
@@ -321,6 +324,18 @@ def test_screen_text(text: str) -> None:
     assert_renders_as_written(text, one_line=False)
     once = visible(text, one_line=False)
     assert visible(once, one_line=False) == once
+
+
+@fuzz(1000)
+@given(st.one_of(hostile_text, st.builds(json.dumps, json_value)))
+def test_command_line_output(text: str) -> None:
+    """What the CLI prints: an error or log line (`shown`), a JSON value (`dumps`) and a
+    table cell (`cell`) hold no character a terminal acts on; the JSON reads back."""
+    for line in (shown(text), cell(text)):
+        assert not HIDDEN.search(line.replace("\n", "").replace("\t", ""))
+    printed = dumps({"text": text})
+    assert not HIDDEN.search(printed)
+    assert json.loads(printed) == {"text": text}
 
 
 @fuzz(1000)
