@@ -15,9 +15,9 @@ from app.terminal.emulator import MAX_SEQUENCE_CHARS, TerminalEmulator
 from tests.tui_live.xterm_everything import LAST_LINE, MARKUP, SEQUENCES
 from tests.tui_live.xterm_everything import payload as xterm_payload
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "agents" / "fixtures"
-if not FIXTURES.is_dir():  # a clone elsewhere: the shared fixtures by their absolute path
-    FIXTURES = Path("/work/shared/agents/fixtures")
+# The real agents' captured pane streams (copied into the repo from the measurement
+# session's shared/agents/fixtures, so a fresh clone tests against them).
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 STREAMS = sorted(FIXTURES.glob("*/raw*.bin"))
 # Words each agent's stream shows at its end (checked against the fixtures' .txt screens).
 VISIBLE = {

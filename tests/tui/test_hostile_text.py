@@ -21,7 +21,7 @@ from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import JobRow, SessionRow
 
 SIZE = (160, 50)
-FIXTURES = Path("/work/shared/agents/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"  # raw pane streams
 RAW_STREAMS = sorted(FIXTURES.glob("*/raw*.bin"))
 # markup that would crash a render, or become an action or a link
 MARKUP = ["ev[/]", "[@click=app.quit]click[/]", "[link=https://evil.example]x[/link]", "[/]", "[b"]

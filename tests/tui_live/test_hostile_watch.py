@@ -22,7 +22,7 @@ from tests.tui_live import xterm_everything
 from tests.tui_live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
 from tests.tui_live.xterm_everything import LAST_LINE
 
-FIXTURES = Path("/work/shared/agents/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"  # raw pane streams
 
 
 class WidePane(TuiPane):
