@@ -30,6 +30,10 @@ MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidi marks, embeddings, overrides and isolates: kept, a command would show in another
+# order than it runs (`echo ok #<RLO>...; rm -rf ~`) wherever it is printed; marked
+# instead. (Line and paragraph separators are whitespace: folded with the rest.)
+_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 # Source prefixes, and how `job why` says them.
 _SOURCE_WORDS: Final = {
@@ -52,14 +56,15 @@ AGENT_NAMES: Final = {
 
 
 def clean_text(value: object, limit: int = MAX_TEXT) -> str:
-    """Agent text made storable: control characters out, whitespace runs folded, cut short.
+    """Agent text made storable: control characters out, whitespace runs folded, bidi
+    controls marked (U+FFFD), cut short.
 
     What an agent prints or sends is hostile; the sinks sanitise again, but a
     stored record should already be one readable line.
     """
     if not isinstance(value, str):
         return ""
-    text = " ".join(_CONTROL.sub(" ", value).split())
+    text = _REORDERING.sub("\ufffd", " ".join(_CONTROL.sub(" ", value).split()))
     text = text.encode("utf-8", "replace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

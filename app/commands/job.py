@@ -13,7 +13,7 @@ import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.settings import Settings
-from app.terminal.output import cell, dumps
+from app.terminal.output import cell, dumps, shown
 from registry.errors import InvalidJobInput
 from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
 from registry.states import BY_HAND
@@ -261,10 +261,10 @@ def why(settings: Settings, job_id: str) -> None:
     from app.review.flow import review_why
 
     registry = settings.open_registry()
-    click.echo(f"{job_id}: {registry.why(job_id)}")
+    click.echo(shown(f"{job_id}: {registry.why(job_id)}"))  # quotes agent text
     reviewed = review_why(settings, registry, job_id)
     if reviewed is not None:
-        click.echo(f"{job_id} review: {reviewed}")
+        click.echo(shown(f"{job_id} review: {reviewed}"))
 
 
 @job.command()

@@ -71,6 +71,19 @@ def test_a_repeated_signal_is_one_change(registry: Registry) -> None:
     ]
 
 
+def test_a_command_cannot_show_in_another_order_than_it_runs(registry: Registry) -> None:
+    """Bidi overrides and isolates in what an agent asks to run (Trojan Source) are
+    marked in the stored activity, so `job why`, the event and the control room show
+    where they were instead of reordering the command the operator answers."""
+    job_id = running(registry)
+    hidden = "echo safe #\u202e\u2066; rm -rf ~\u2069\u2028x"
+    registry.observe(job_id, Observation("waiting", "hook:claude:PermissionRequest",
+                                         tool="Bash", command=hidden))  # fmt: skip
+    record = registry.get(job_id).to_dict()["activity"]
+    assert record["command"] == "echo safe #\ufffd\ufffd; rm -rf ~\ufffd x"
+    assert "echo safe #\ufffd\ufffd; rm -rf ~\ufffd x" in registry.why(job_id)
+
+
 def test_why_gives_the_evidence(registry: Registry) -> None:
     """`job why` names the activity, since when, the source and what it is about."""
     job_id = running(registry)
