@@ -287,7 +287,7 @@ def logs(
             for logged in audit.list_jobs():
                 emit_json(dataclasses.asdict(logged))
         else:
-            click.echo(format_job_list(audit.list_jobs()))
+            click.echo(shown(format_job_list(audit.list_jobs())))
         return
     if job_id is None:
         raise click.UsageError("give a JOB_ID, or --list")
@@ -296,7 +296,7 @@ def logs(
         for entry in entries:
             emit_json(entry)
         return
-    click.echo(format_timeline(entries))
+    click.echo(shown(format_timeline(entries)))  # prompts, details: bidi controls kept
     _warn_missing(settings, job_id)
 
 
