@@ -40,12 +40,16 @@ class BrokerUser:
 
     @classmethod
     def parse(cls, spec: str, role: str = "worker") -> BrokerUser:
-        """``NAME:PASS`` or, for a worker, ``NAME:PASS:JOB[,JOB...]``."""
+        """``NAME:PASS`` or, for a worker, ``NAME:PASS:JOB[,JOB...]``; PASS ``@FILE``
+        reads the password from FILE's first line (a command line is visible to every
+        local user in the process list while it runs, and stays in shell history)."""
         parts = spec.split(":", 2)
         if len(parts) < 2 or not parts[0] or not parts[1]:
             raise BrokerSetupError(f"user must be NAME:PASS[:JOB,...], got {spec.split(':')[0]!r}")
         name, password = parts[0], parts[1]
         check_user_name(name)
+        if password.startswith("@"):
+            password = read_password_file(Path(password[1:]), name)
         jobs = tuple(j for j in (parts[2].split(",") if len(parts) == 3 else ()) if j)
         for job in jobs:
             if set(job) & set("/#+") or any(ch.isspace() or not ch.isprintable() for ch in job):
@@ -58,6 +62,21 @@ class BrokerUser:
     def generated_control(cls, password: str | None = None) -> BrokerUser:
         """The control-room account ``broker config`` makes when none is given."""
         return cls(GENERATED_CONTROL_USER, password or secrets.token_urlsafe(24), "control")
+
+
+def read_password_file(path: Path, name: str) -> str:
+    """The password for ``name`` on the first line of ``path`` (without its newline)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            password = handle.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise BrokerSetupError(
+            f"cannot read the password of {name!r} from {path}: {reason}"
+        ) from None
+    if not password:
+        raise BrokerSetupError(f"the password file of {name!r}, {path}, starts with an empty line")
+    return password
 
 
 def check_user_name(name: str) -> str:

@@ -84,14 +84,16 @@ def broker() -> None:
     "workers",
     multiple=True,
     metavar="NAME:PASS[:JOB,...]",
-    help="A worker: may only write <prefix>/JOB/events (default JOB: its name).",
+    help="A worker: may only write <prefix>/JOB/events (default JOB: its name). "
+    "PASS @FILE: the password is FILE's first line (kept off the process list).",
 )
 @click.option(
     "--control",
     "controls",
     multiple=True,
     metavar="NAME:PASS",
-    help="A control-room user: reads <prefix>/+/events (default: one is generated).",
+    help="A control-room user: reads <prefix>/+/events (default: one is generated). "
+    "PASS @FILE as for --user.",
 )
 @click.option("--prefix", default="jobs", show_default=True, help="Topic prefix.")
 @click.pass_context

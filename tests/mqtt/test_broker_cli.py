@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import stat
@@ -63,6 +65,34 @@ def test_config_writes_hardened_files(cli, broker_tmp: Path) -> None:  # type: i
     assert "MQTT_USERNAME=hq" in result.stdout and "MQTT_PASSWORD" not in result.stdout
     for secret in ("passwd", "acl", "certs/server.key", "certs/ca.key"):
         assert stat.S_IMODE((target / secret).stat().st_mode) == 0o600
+
+
+def test_passwords_can_come_from_files_not_the_command_line(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """NAME:@FILE: the password is the file's first line, so no argv (process list,
+    shell history) holds it; the password file's hash is of exactly that text."""
+    secret = broker_tmp / "w1.pass"
+    secret.write_text("s3cret with spaces\nignored\n")
+    (broker_tmp / "hq.pass").write_text("hq-secret")
+    target = broker_tmp / "b"
+    control = f"hq:@{broker_tmp / 'hq.pass'}"
+    result = cli("broker", "config", "--dir", str(target), "--user", f"w1:@{secret}:0000aaaa",
+                 "--control", control)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    hashes = dict(line.split(":", 1) for line in (target / "passwd").read_text().splitlines())
+    for name, password in (("w1", "s3cret with spaces"), ("hq", "hq-secret")):
+        _, _, iterations, salt, digest = hashes[name].split("$")
+        again = hashlib.pbkdf2_hmac(
+            "sha512", password.encode(), base64.b64decode(salt), int(iterations)
+        )
+        assert base64.b64encode(again).decode() == digest
+    assert "user w1\ntopic write jobs/0000aaaa/events" in (target / "acl").read_text()
+    (broker_tmp / "empty.pass").write_text("\n")
+    for spec, fragment in (
+        (f"w2:@{broker_tmp / 'missing'}", "cannot read the password of 'w2'"),
+        (f"w2:@{broker_tmp / 'empty.pass'}", "starts with an empty line"),
+    ):
+        error = one_line_error(cli("broker", "config", "--dir", str(target), "--user", spec))
+        assert fragment in error
 
 
 @pytest.mark.parametrize(
