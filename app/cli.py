@@ -100,12 +100,13 @@ def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
 
 def domain_errors() -> tuple[type[Exception], ...]:
     """The error types a command turns into one line on stderr and an exit code."""
+    from app.agents.config import AgentConfigError
     from app.git.errors import GitError
     from app.tmux.errors import TmuxError
     from bus.errors import BusError
     from registry.errors import RegistryError
 
-    return (BusError, RegistryError, TmuxError, GitError, SettingsError)
+    return (BusError, RegistryError, TmuxError, GitError, SettingsError, AgentConfigError)
 
 
 def main(argv: list[str] | None = None) -> None:

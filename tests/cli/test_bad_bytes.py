@@ -213,6 +213,27 @@ def test_files_that_are_not_utf8(cli: Cli, state_dir: Path, stored: str, tmp_pat
     assert dump(state_dir) == before
 
 
+@pytest.mark.parametrize(
+    ("toml", "text"),
+    [
+        (b'[agents.mine]\ncommand = "caf\xe9"\n', "not valid UTF-8 TOML"),
+        (b'[agents.mine]\ncommand = "a"\ncommand = "b"\n', "Cannot overwrite a value"),
+    ],
+    ids=["not-utf8", "key-twice"],
+)
+def test_an_agents_toml_that_is_not_utf8_or_repeats_a_key(
+    cli: Cli, state_dir: Path, stored: str, toml: bytes, text: str
+) -> None:
+    """The user's agents config is a file like any other: one line, exit 1, no job."""
+    (state_dir / "agents.toml").write_bytes(toml)
+    before = dump(state_dir)
+    result = cli("submit", "--prompt", "p", "--agent", "mine", "--agent-session", "s",
+                 "--no-wait", env=PRIVATE_TMUX)  # fmt: skip
+    one_line(result, (1,), text)
+    assert "agents.toml" in result.stderr
+    assert dump(state_dir) == before
+
+
 def test_json_with_a_duplicate_key_or_a_lone_surrogate_is_refused(
     cli: Cli, state_dir: Path, stored: str, tmp_path: Path
 ) -> None:
