@@ -1,7 +1,8 @@
 """What a broker config may hold, checked before anything is written: the port, the
-address a listener binds to (it goes into mosquitto.conf as one word), the paths and the
-topic prefix written into mosquitto.conf and the ACL (one line each: a newline in them
-would add lines of its own, such as `allow_anonymous true` or a `plugin`)."""
+address a listener binds to (it goes into mosquitto.conf as one word; a client's host is
+checked the same way), the paths and the topic prefix written into mosquitto.conf and
+the ACL (one line each: a newline in them would add lines of its own, such as
+`allow_anonymous true` or a `plugin`)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,17 @@ def check_port(port: int) -> int:
     return port
 
 
-_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+# A DNS label; "_" too, as container networks name hosts after services ("my_broker").
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
 
 
-def check_bind(address: str) -> str:
-    """``address`` if a listener can bind to it: an IP address (v4 or v6), or a host
-    name made of valid labels; else ``BrokerSetupError``. It goes into
-    mosquitto.conf as one word, so anything else would break or bend the config."""
+def host_or_none(address: str) -> str | None:
+    """``address`` as a host a client can connect to or a listener bind to: an IP
+    address (v4 or v6, normalised) or a host name of valid labels; else None.
+
+    >>> host_or_none("::1"), host_or_none("mq.example."), host_or_none("-x")
+    ('::1', 'mq.example.', None)
+    """
     with contextlib.suppress(ValueError):
         return str(ipaddress.ip_address(address))
     labels = address.removesuffix(".").split(".")
@@ -36,7 +41,19 @@ def check_bind(address: str) -> str:
         and not labels[-1].isdigit()  # 300.1.1.1 is a bad IP address, not a host name
     ):
         return address
-    raise BrokerSetupError(f"bind address must be an IP address or a host name, got {address!r}")
+    return None
+
+
+def check_bind(address: str) -> str:
+    """``address`` if a listener can bind to it (`host_or_none`), else
+    ``BrokerSetupError``. It goes into mosquitto.conf as one word, so anything else
+    would break or bend the config."""
+    host = host_or_none(address)
+    if host is None:
+        raise BrokerSetupError(
+            f"bind address must be an IP address or a host name, got {address!r}"
+        )
+    return host
 
 
 def is_loopback(address: str) -> bool:

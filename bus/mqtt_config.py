@@ -27,6 +27,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
+from bus.broker_checks import host_or_none
 from bus.errors import BrokerAuthError, InvalidTopic, MqttConfigError
 
 DEFAULT_PORT = 1883
@@ -102,6 +103,8 @@ class BrokerConfig:
         host = env.get("MQTT_BROKER", "").strip()
         if not host:
             return None
+        if host_or_none(host) is None:
+            raise MqttConfigError(f"MQTT_BROKER must be an IP address or a host name, got {host!r}")
         tls = _parse_bool("MQTT_TLS", env.get("MQTT_TLS", ""))
         port_text = env.get("MQTT_PORT", "").strip()
         port = _parse_port("MQTT_PORT", port_text) if port_text else _default_port(tls)

@@ -306,6 +306,10 @@ def check_broker(block: Mapping[str, Any] | None) -> dict[str, Any] | None:
     host = block.get("host")
     if not isinstance(host, str) or not host.strip():
         raise InvalidJobInput("broker block needs a host")
+    from bus.broker_checks import host_or_none  # ipaddress: only when a broker is given
+
+    if host_or_none(host.strip()) is None:
+        raise InvalidJobInput(f"broker host must be an IP address or a host name, got {host!r}")
     port = block.get("port", 1883)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise InvalidJobInput(f"broker port must be in 1-65535, got {port!r}")

@@ -214,6 +214,27 @@ def test_files_that_are_not_utf8(cli: Cli, state_dir: Path, stored: str, tmp_pat
 
 
 @pytest.mark.parametrize(
+    ("args", "env", "text"),
+    [
+        (("--broker=-x",), {}, "broker host must be an IP address or a host name, got '-x'"),
+        (("--broker", "a b"), {}, "broker host must be"),
+        (("--broker", "h\x1b]0;x\x07"), {}, "got 'h\\x1b]0;x\\x07'"),
+        ((), {"MQTT_BROKER": "-x"}, "MQTT_BROKER must be an IP address or a host name"),
+    ],
+)
+def test_a_broker_host_that_names_no_host_is_one_line(
+    cli: Cli, state_dir: Path, stored: str, args: tuple[str, ...], env: dict[str, str], text: str
+) -> None:
+    """--broker=-x (given on purpose, past the option-like check) or MQTT_BROKER=-x was
+    stored as the job's broker; a space or an escape sequence too."""
+    before = dump(state_dir)
+    result = cli("job", "register", "--prompt", "p", "--agent", "a", "--agent-session", "s",
+                 *args, env=env)  # fmt: skip
+    one_line(result, (1,), text)
+    assert dump(state_dir) == before
+
+
+@pytest.mark.parametrize(
     ("toml", "text"),
     [
         (b'[agents.mine]\ncommand = "caf\xe9"\n', "not valid UTF-8 TOML"),
