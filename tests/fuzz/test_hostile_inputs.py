@@ -5,7 +5,7 @@ sequences, raw pane bytes: each either comes out safe or raises the documented e
 (InvalidEvent, InvalidJobInput, InvalidLabel); nothing is executed, no markup is parsed
 from data, and no escape sequence other than SGR reaches a terminal.
 
-About 11,700 inputs by default, derandomized (the same inputs every run, ~15 s);
+About 11,700 inputs by default, derandomized (the same inputs every run);
 ORCHESTRATE_FUZZ=ci runs ten times as many, randomly.
 """
 
