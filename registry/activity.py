@@ -40,6 +40,7 @@ _SOURCE_WORDS: Final = {
     "process": "process",
     "publish": "event published by the agent",
     "control-room": "control room",
+    "appserver": "app-server",
 }
 AGENT_NAMES: Final = {
     "claude": "Claude Code",
@@ -149,6 +150,8 @@ def describe_source(source: str) -> str:
     agent, _, name = rest.partition(":")
     if kind == "screen":
         return f"screen rule {rest} matched" if rest else "screen rule matched"
+    if kind == "process":  # "process:output": what was seen of it, not an agent
+        return f"process ({rest})" if rest else "process"
     words = _SOURCE_WORDS.get(kind, kind)
     who = AGENT_NAMES.get(agent, agent)
     return " ".join(part for part in (who, words, name) if part)

@@ -44,6 +44,8 @@ class Answering(Protocol):
     def pane_for_job(self, job_id: str) -> str | None: ...
 
 
+DECIDED_BY_HOOK = "hook:claude:PermissionRequest"
+DECIDED_BY_APP_SERVER = "appserver:codex:requestApproval"
 DIALOG_GRACE_SEC = 3.0
 """How long to wait for the dialog to be drawn after the hook (or event) said waiting."""
 CONFIRM_SEC = 5.0
@@ -88,14 +90,25 @@ def answer(
         raise NotWaitingForPermission(
             f"job {job_id} is not waiting for an answer ({job.status}, {doing})"
         )
-    record = LaunchRecord.load(orch.job_dir(job_id))
-    if (
-        record is not None
-        and record.approvals == "control-room"
-        and (job.activity_source or "").startswith("hook:claude:PermissionRequest")
-    ):
+    if awaits_decision(job, LaunchRecord.load(orch.job_dir(job_id))):
         return _decide(orch, job, reply, by, confirm_sec)
     return _type_keys(orch, job, reply, by, grace_sec, confirm_sec)
+
+
+def awaits_decision(job: Job, record: LaunchRecord | None, now: float | None = None) -> bool:
+    """Whether the job's question waits for a structured decision (``--approvals
+    control-room``): Claude's permission hook, until its bound runs out (then the
+    agent's own dialog shows, and keys answer it); Codex's app-server request, as long
+    as it is pending (its dialog is on screen meanwhile, so keys would work too)."""
+    if record is None or record.approvals != "control-room" or not job.waiting:
+        return False
+    source = job.activity_source or ""
+    if source.startswith(DECIDED_BY_APP_SERVER):
+        return True
+    if source.startswith(DECIDED_BY_HOOK):
+        waited = (time.time() if now is None else now) - (job.activity_at_ms or 0) / 1000
+        return waited < record.approval_wait_sec
+    return False
 
 
 def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float) -> Answered:

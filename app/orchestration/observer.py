@@ -44,6 +44,9 @@ QUIET_IDLE_SEC = 30.0
 """A rule-less agent whose output stopped this long is idle."""
 MAX_LOG_READ = 1024 * 1024
 START_GRACE_SEC = 10.0
+STRUCTURED_SOURCES = ("hook:", "appserver:")
+"""Sources that report from inside the agent; a weaker one (its status sequence, its
+screen) that only says the same activity again is no change."""
 
 ScreenReader = Callable[[str], Sequence[str]]
 
@@ -101,6 +104,19 @@ class Watch:
     candidate: Observation | None = None
     candidate_since: float = 0.0
     seen_pane: bool = False
+
+
+def adds_nothing(current: Observation | None, seen: Observation) -> bool:
+    """Whether a status sequence or screen sighting only repeats, in its own words,
+    what a structured source (a hook, the app-server) already said: the same activity,
+    and no command the structured one lacks. Such a sighting is no change (else a
+    Claude wait would be recorded twice, and `job why` would cite the screen)."""
+    return (
+        current is not None
+        and current.source.startswith(STRUCTURED_SOURCES)
+        and current.activity == seen.activity
+        and (bool(current.command) or not seen.command)
+    )
 
 
 def pane_end_reason(status: PaneStatus | None) -> str:
@@ -165,7 +181,7 @@ class AgentObserver:
             return Verdict((exited,), ended or ("error", pane_end_reason(pane)), heartbeat="dead")
         found: list[Observation] = []
         current = observation_of(job.activity, job.activity_source, job.activity_data)
-        grew = self._read_output(job.job_id, watch, log_path, now, found)
+        grew = self._read_output(job.job_id, watch, log_path, now, found, current)
         if found:
             current = found[-1]
         seen = self._read_screen(watch, pane.pane_id, now, grew)
@@ -209,12 +225,20 @@ class AgentObserver:
             size = log_path.stat().st_size
         except OSError:
             return None
-        return self.statuses.read(job.job_id, log_path, size)
+        seen = self.statuses.read(job.job_id, log_path, size)
+        current = observation_of(job.activity, job.activity_source, job.activity_data)
+        return None if seen is None or adds_nothing(current, seen) else seen
 
     # -- sources ------------------------------------------------------------
 
     def _read_output(
-        self, job_id: str, watch: Watch, log_path: Path, now: float, found: list[Observation]
+        self,
+        job_id: str,
+        watch: Watch,
+        log_path: Path,
+        now: float,
+        found: list[Observation],
+        current: Observation | None,
     ) -> bool:
         """Note new output; read its status sequences. True if it grew."""
         try:
@@ -227,7 +251,7 @@ class AgentObserver:
         watch.log_size = size
         if watch.adapter.reads_osc_status:
             seen = self.statuses.read(job_id, log_path, size)
-            if seen is not None:
+            if seen is not None and not adds_nothing(current, seen):
                 found.append(seen)
         return grew
 
@@ -256,7 +280,9 @@ class AgentObserver:
         grew: bool,
     ) -> Observation | None:
         """The screen's observation if it should win now, else None (maybe later)."""
-        if current is not None and seen.same_as(current.activity, current.to_data()):
+        if adds_nothing(current, seen) or (
+            current is not None and seen.same_as(current.activity, current.to_data())
+        ):
             watch.candidate = None
             return None
         if (
@@ -294,6 +320,11 @@ class AgentObserver:
         silence idle."""
         activity = current.activity if current is not None else None
         if grew and activity in (None, "starting", "idle", "stalled"):
+            return Observation("working", "process:output")
+        answered = (
+            activity == "waiting" and current is not None and current.source.startswith("screen:")
+        )
+        if grew and answered:  # its question left the screen, and it went on
             return Observation("working", "process:output")
         if (
             not grew

@@ -1,0 +1,140 @@
+"""The observer's judgement between sources, on a real registry with scripted screens:
+the best source an agent has wins, and a screen that stops showing a question ends
+the wait."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.orchestration.observer import SCREEN_CONFIRM_SEC, AgentObserver
+from app.tmux.models import PaneStatus
+from registry.activity import Observation
+from registry.jobs import Registry
+
+CLAUDE_DIALOG = [
+    "● Bash(touch done.txt)",
+    "  ⎿  Waiting…",
+    " Bash command",
+    "",
+    "   touch done.txt",
+    "   Run the command the task needs",
+    "",
+    " Do you want to proceed?",
+    " \u276f 1. Yes",
+    "   2. Yes, and always allow access to work/ from this project",
+    "   3. No",
+    "",
+    " Esc to cancel · Tab to amend · ctrl+e to explain",
+]
+
+
+class Screen:
+    """What the pane shows now (a test sets it)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, pane_id: str) -> list[str]:
+        return list(self.lines)
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    return Registry.open(tmp_path / "state")
+
+
+def running(registry: Registry, agent: str) -> str:
+    job = registry.register("create done.txt", agent, "alpha")
+    registry.set_status(job.job_id, "running", "picked")
+    return job.job_id
+
+
+def look(observer: AgentObserver, registry: Registry, job_id: str, log: Path, now: float) -> None:
+    """One supervision look, its sightings recorded as a pass records them."""
+    job = registry.get(job_id)
+    pane = PaneStatus("%1", exists=True, dead=False)
+    verdict = observer.look(job, pane, log, now, started_at=0.0, worked=lambda: True)
+    for seen in verdict.observations:
+        registry.observe(job_id, seen)
+
+
+def test_a_screen_agreeing_with_a_hook_adds_no_change(registry: Registry, tmp_path: Path) -> None:
+    """Claude's hook said waiting (with the command); its dialog on screen says the same
+    in other words: one wait, still from the hook (job why names the hook)."""
+    job_id = running(registry, "claude")
+    hook = Observation("waiting", "hook:claude:PermissionRequest", question="Allow Bash?",
+                       tool="Bash", command="touch done.txt")  # fmt: skip
+    registry.observe(job_id, hook)
+    screen = Screen()
+    screen.lines = CLAUDE_DIALOG
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"dialog")
+    observer = AgentObserver(screen)
+    for step in range(4):
+        look(observer, registry, job_id, log, time.time() + step * SCREEN_CONFIRM_SEC)
+    history = registry.activity_history(job_id)
+    assert [c.observation.source for c in history][1:] == ["hook:claude:PermissionRequest"]
+    assert "Claude Code hook PermissionRequest: Bash `touch done.txt`" in registry.why(job_id)
+
+
+def test_a_screen_disagreeing_with_a_hook_still_wins_once_it_holds(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """The cross-check stays: hooks said working, the screen shows a dialog for long
+    enough (a question no hook reports): waiting, from the screen."""
+    job_id = running(registry, "claude")
+    registry.observe(job_id, Observation("working", "hook:claude:PreToolUse"))
+    screen = Screen()
+    screen.lines = CLAUDE_DIALOG
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"dialog")
+    observer = AgentObserver(screen)
+    for step in range(4):
+        look(observer, registry, job_id, log, time.time() + step * SCREEN_CONFIRM_SEC)
+    job = registry.get(job_id)
+    assert job.activity == "waiting" and job.activity_source == "screen:claude.dialog"
+
+
+def test_a_status_sequence_does_not_replace_a_structured_wait(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Codex's app-server said waiting with the command; its OSC 7501 `blocked` (no
+    command) comes after: the wait keeps the app-server's command and source."""
+    job_id = running(registry, "codex")
+    structured = Observation("waiting", "appserver:codex:requestApproval",
+                             question="Run the command the task needs", tool="Shell",
+                             command="touch done.txt")  # fmt: skip
+    registry.observe(job_id, structured)
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"\x1b]7501;state=blocked:app=codex:kind=permission\x1b\\")
+    observer = AgentObserver(Screen())
+    now = time.time()
+    look(observer, registry, job_id, log, now)
+    log.write_bytes(log.read_bytes() * 2)
+    assert observer.look_at_output(registry.get(job_id), log, now + 0.5) is None
+    job = registry.get(job_id)
+    assert job.activity_source == "appserver:codex:requestApproval"
+    assert (job.activity_data or {})["command"] == "touch done.txt"
+
+
+def test_a_question_gone_from_the_screen_ends_the_wait(registry: Registry, tmp_path: Path) -> None:
+    """An agent known only by its screen (no rule for what it shows next): once its
+    question is answered and it prints again, it is working, not waiting for ever."""
+    job_id = running(registry, "generic")
+    screen = Screen()
+    screen.lines = ["thinking... 2", "Run touch done.txt? [y/n]"]
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"asks")
+    observer = AgentObserver(screen)
+    now = time.time()
+    look(observer, registry, job_id, log, now)
+    look(observer, registry, job_id, log, now + 1)
+    assert registry.get(job_id).activity == "waiting"
+    screen.lines = ["Run touch done.txt? [y/n] y", "ran touch done.txt", "bot>"]
+    log.write_bytes(b"asks, answered, ran")
+    look(observer, registry, job_id, log, now + 2)
+    look(observer, registry, job_id, log, now + 3)
+    assert registry.get(job_id).activity == "working"
