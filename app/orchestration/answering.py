@@ -91,7 +91,9 @@ def answer(
             f"job {job_id} is not waiting for an answer ({job.status}, {doing})"
         )
     if awaits_decision(job, LaunchRecord.load(orch.job_dir(job_id))):
-        return _decide(orch, job, reply, by, confirm_sec)
+        via_server = (job.activity_source or "").startswith(DECIDED_BY_APP_SERVER)
+        how = "app-server decision" if via_server else "hook decision"
+        return _decide(orch, job, reply, by, confirm_sec, how)
     return _type_keys(orch, job, reply, by, grace_sec, confirm_sec)
 
 
@@ -111,8 +113,11 @@ def awaits_decision(job: Job, record: LaunchRecord | None, now: float | None = N
     return False
 
 
-def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float) -> Answered:
-    """Hand the waiting hook its decision; the agent never draws (or drops) its dialog."""
+def _decide(
+    orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float, how: str
+) -> Answered:
+    """Hand the waiting hook (or the Codex app-server bridge) its decision: no key is
+    typed, so none can be dropped or land in the wrong dialog."""
     since = job.activity_at_ms
     orch.registry.bus.publish(
         Outgoing(
@@ -123,8 +128,8 @@ def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: floa
         )
     )
     _confirm(orch, job.job_id, since, lambda: False, confirm_sec)
-    _record_input(orch, job.job_id, reply, by, "hook decision")
-    return Answered(job.job_id, reply, "hook decision")
+    _record_input(orch, job.job_id, reply, by, how)
+    return Answered(job.job_id, reply, how)
 
 
 def _type_keys(

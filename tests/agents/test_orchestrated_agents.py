@@ -163,8 +163,9 @@ def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
     run = agent.sandbox(tmp_path / name, workdir, model.base_url)
     job = orch.submit("remember the word PELICAN", name, f"{name}-r", agent_cmd=run.argv,
                       env=run.env, workdir=workdir)  # fmt: skip
-    supervise_until(orch, job.job_id, lambda j: j.activity == "idle", "its first turn to end")
-    assert orch.registry.get(job.job_id).agent_session_id  # the agent's own id, recorded
+    # the agent's own id, recorded (Codex tells it with its notify, after the turn)
+    supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and j.agent_session_id,
+                    "its first turn to end, and its session id")  # fmt: skip
     turns_before = len(model.requests_of("turn"))
     orch.driver.server.cmd("kill-server")
     supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
@@ -185,3 +186,94 @@ def json_text(body: object) -> str:
     import json
 
     return json.dumps(body)
+
+
+def app_servers_of(job_dir: Path) -> list[int]:
+    """Pids of processes whose command line names the job's app-server socket."""
+    socket = str(job_dir / "codex-app-server.sock")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(socket in word.decode("utf-8", "replace") for word in words):
+            found.append(int(proc.name))
+    return found
+
+
+def start_codex_control_room(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path, label: str
+) -> tuple[str, Path]:
+    agent = AGENTS["codex"]
+    require("codex")
+    workdir = tmp_path / f"work-{label}"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / label, workdir, model.base_url)
+    job = orch.submit(TASK, "codex", label, agent_cmd=run.argv, env=run.env, workdir=workdir,
+                      approvals="control-room")  # fmt: skip
+    return job.job_id, workdir
+
+
+def test_codex_approvals_through_its_app_server(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """--approvals control-room: Codex runs on an app-server of the job's own; its
+    requestApproval is the job's wait (with the command) and `answer yes` goes back as
+    `accept`, no key typed; the agent moves on; cancelling ends the app-server too."""
+    job_id, workdir = start_codex_control_room(orch, serve_model, tmp_path, "codex-cr")
+    job = supervise_until(
+        orch,
+        job_id,
+        lambda j: j.waiting and j.activity_source == "appserver:codex:requestApproval",
+        "the app-server's approval request",
+    )
+    assert (job.activity_data or {})["command"] == COMMAND
+    assert "Codex app-server requestApproval: Shell `touch done.txt`" in orch.registry.why(job_id)
+    assert app_servers_of(orch.job_dir(job_id))
+    answered = orch.answer(job_id, "yes")
+    assert answered.how == "app-server decision"
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the accepted command never ran"
+        time.sleep(0.1)
+    job = supervise_until(orch, job_id, lambda j: j.activity == "idle", "idle after the turn")
+    assert job.agent_session_id  # the thread id, for `codex resume`
+    orch.cancel(job_id, grace_sec=2)
+    assert orch.pane_for_job(job_id) is None
+    assert app_servers_of(orch.job_dir(job_id)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("reply", "runs"), [("no", False), ("always", True)])
+def test_codex_app_server_decisions(
+    reply: str, runs: bool, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """no → decline (the command is not run, the turn goes on to its end); always →
+    acceptForSession (it runs)."""
+    job_id, workdir = start_codex_control_room(orch, serve_model, tmp_path, f"codex-{reply}")
+    supervise_until(orch, job_id, lambda j: j.waiting and j.activity_source ==
+                    "appserver:codex:requestApproval", "the request")  # fmt: skip
+    assert orch.answer(job_id, reply).how == "app-server decision"  # type: ignore[arg-type]
+    supervise_until(orch, job_id, lambda j: j.activity == "idle", "the turn's end")
+    assert (workdir / "done.txt").exists() is runs
+    orch.cancel(job_id, grace_sec=2)
+    assert app_servers_of(orch.job_dir(job_id)) == []
+
+
+@pytest.mark.slow
+def test_codex_app_server_goes_with_tmux(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """tmux killed under a waiting Codex: its app-server goes too (no process left)."""
+    job_id, _workdir = start_codex_control_room(orch, serve_model, tmp_path, "codex-kill")
+    supervise_until(orch, job_id, lambda j: j.waiting, "the request")
+    assert app_servers_of(orch.job_dir(job_id))
+    orch.driver.server.cmd("kill-server")
+    deadline = time.monotonic() + 15
+    while app_servers_of(orch.job_dir(job_id)):
+        assert time.monotonic() < deadline, "the app-server outlived tmux"
+        time.sleep(0.2)
