@@ -80,10 +80,16 @@ class Codex(AgentAdapter):
             agent_session_id=ctx.agent_session_id,
             prompt=CONTINUE_PROMPT,
         )
-        return self.through_app_server(ctx, [*base, "resume"], words, plan)
+        return self.through_app_server(ctx, [*base, "resume"], words, plan, resuming=True)
 
     def through_app_server(
-        self, ctx: LaunchContext, base: Sequence[str], words: Sequence[str], plain: LaunchPlan
+        self,
+        ctx: LaunchContext,
+        base: Sequence[str],
+        words: Sequence[str],
+        plain: LaunchPlan,
+        *,
+        resuming: bool = False,
     ) -> LaunchPlan:
         """``plain`` as is, or (control-room approvals) the TUI on the job's app-server,
         with ``plain`` as the fallback should that server not start."""
@@ -91,7 +97,11 @@ class Codex(AgentAdapter):
             return plain
         socket = ctx.job_dir / APP_SERVER_SOCKET
         tui = [word for word in base if word != "--no-daemon"]  # refused beside --remote
+        settings: list[str] = []
+        if resuming:  # "Permission overrides are not supported when resuming a remote task"
+            tui, settings = permission_settings(tui)
         server = [tui[0], "app-server", "--listen", f"unix://{socket}", *self.notify(ctx)]
+        server += settings
         companion = {
             "argv": server,
             "socket": str(socket),
@@ -131,3 +141,29 @@ class Codex(AgentAdapter):
             return False
         wanted = {prompt.strip(), CONTINUE_PROMPT.strip()}
         return any(isinstance(text, str) and text.strip() in wanted for text in messages)
+
+
+PERMISSION_FLAGS = {
+    "-a": "approval_policy",
+    "--ask-for-approval": "approval_policy",
+    "-s": "sandbox_mode",
+    "--sandbox": "sandbox_mode",
+}
+
+
+def permission_settings(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without its approval and sandbox flags, and those flags as the
+    app-server's ``-c key="value"`` settings (a resumed remote TUI refuses them)."""
+    kept: list[str] = []
+    settings: list[str] = []
+    words = iter(argv)
+    for word in words:
+        name, equals, value = word.partition("=")
+        key = PERMISSION_FLAGS.get(name)
+        if key is None:
+            kept.append(word)
+            continue
+        if not equals:
+            value = next(words, "")
+        settings += ["-c", f"{key}={json.dumps(value)}"]  # a JSON string is a TOML string
+    return kept, settings

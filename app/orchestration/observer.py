@@ -300,6 +300,9 @@ class AgentObserver:
             watch.candidate, watch.candidate_since = seen, now
         structured = watch.adapter.has_hooks or watch.adapter.reads_osc_status
         held = now - watch.candidate_since
+        before_task = current is None or current.activity == "starting"
+        if structured and seen.activity == "idle" and before_task:
+            return None  # its prompt, drawn before it took the task: its hooks will speak
         if structured:
             changed_since = (job.activity_at_ms or 0) / 1000 > watch.candidate_since
             if changed_since:

@@ -138,3 +138,51 @@ def test_a_question_gone_from_the_screen_ends_the_wait(registry: Registry, tmp_p
     look(observer, registry, job_id, log, now + 2)
     look(observer, registry, job_id, log, now + 3)
     assert registry.get(job_id).activity == "working"
+
+
+def test_an_idle_agent_that_just_got_to_work_is_not_completed(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """--done-when idle, a race seen under load: a pass read the job idle (Gemini's
+    prompt on screen before its task went in), its hook said working right after, and
+    the pass then found it had worked and completed the job. A pass finishes a job
+    only if its activity is still the idle it judged."""
+    from types import SimpleNamespace
+
+    from app.orchestration.observer import Verdict
+    from app.orchestration.reconcile import Reconciler, ReconcileReport
+
+    job_id = running(registry, "gemini")
+    registry.observe(job_id, Observation("idle", "screen:gemini.idle"))
+    judged = registry.get(job_id)  # what the pass read
+    registry.observe(job_id, Observation("working", "hook:gemini:BeforeAgent"))
+    orch = SimpleNamespace(
+        settings=SimpleNamespace(state_dir=tmp_path / "state"),
+        registry=registry,
+        pane_log=lambda job: tmp_path / "pane.log",
+        panes_by_job=dict,
+        reconcile_sessions=list,
+    )
+    reconciler = Reconciler(orch, driver=None)  # type: ignore[arg-type]
+    done = Verdict(finish=("completed", "agent finished its turn"), idle_done=True)
+    report = ReconcileReport()
+    reconciler._apply(judged, done, report)
+    assert registry.get(job_id).status == "running"
+    assert report.completed == {}
+
+
+def test_a_hook_agents_prompt_before_its_task_is_not_idle(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Gemini draws its empty prompt before it takes the task given with -i (seconds,
+    under load): that screen is no idle; the agent is starting until its hooks speak
+    (a job resumed then found no conversation to resume)."""
+    job_id = running(registry, "gemini")
+    screen = Screen()
+    screen.lines = [" >   Type your message or @path/to/file", " ~/work   no sandbox"]
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"prompt")
+    observer = AgentObserver(screen)
+    for step in range(5):
+        look(observer, registry, job_id, log, time.time() + step * SCREEN_CONFIRM_SEC)
+    assert registry.get(job_id).activity == "starting"

@@ -164,7 +164,8 @@ def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
     job = orch.submit("remember the word PELICAN", name, f"{name}-r", agent_cmd=run.argv,
                       env=run.env, workdir=workdir)  # fmt: skip
     # the agent's own id, recorded (Codex tells it with its notify, after the turn)
-    supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and j.agent_session_id,
+    supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and j.agent_session_id
+                    and orch.registry.has_worked(j.job_id),
                     "its first turn to end, and its session id")  # fmt: skip
     turns_before = len(model.requests_of("turn"))
     orch.driver.server.cmd("kill-server")
@@ -277,3 +278,37 @@ def test_codex_app_server_goes_with_tmux(
     while app_servers_of(orch.job_dir(job_id)):
         assert time.monotonic() < deadline, "the app-server outlived tmux"
         time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_codex_on_its_app_server_resumes_its_thread_after_tmux_is_killed(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """Control-room approvals survive a reboot: the resumed TUI (`codex resume --remote`)
+    joins a new app-server of the job's own and continues the same thread."""
+    agent = AGENTS["codex"]
+    require("codex")
+    workdir = tmp_path / "work-cr-resume"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script([Reply("First part done.")]))
+    run = agent.sandbox(tmp_path / "codex", workdir, model.base_url)
+    job = orch.submit("remember the word PELICAN", "codex", "codex-crr", agent_cmd=run.argv,
+                      env=run.env, workdir=workdir, approvals="control-room")  # fmt: skip
+    first = supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and
+                            j.agent_session_id, "its first turn, and its thread id")  # fmt: skip
+    turns_before = len(model.requests_of("turn"))
+    orch.driver.server.cmd("kill-server")
+    supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
+    assert orch.resume_interrupted(env=run.env)
+    deadline = time.monotonic() + 40
+    while len(model.requests_of("turn")) <= turns_before:
+        pane = orch.pane_for_job(job.job_id)
+        screen = "\n".join(orch.driver.capture(pane, 40)) if pane else "(no pane)"
+        assert time.monotonic() < deadline, f"the resumed agent never asked its model:\n{screen}"
+        time.sleep(0.2)
+    latest = json_text(model.requests_of("turn")[-1].body)
+    assert "PELICAN" in latest and "Continue the task" in latest
+    assert orch.registry.get(job.job_id).agent_session_id == first.agent_session_id
+    assert app_servers_of(orch.job_dir(job.job_id))
+    orch.cancel(job.job_id, grace_sec=2)
+    assert app_servers_of(orch.job_dir(job.job_id)) == []
