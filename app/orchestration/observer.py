@@ -32,7 +32,7 @@ from app.agents.base import AgentAdapter
 from app.agents.osc import StatusScanner
 from app.agents.screen import match_screen
 from app.tmux.models import PaneStatus
-from registry.activity import Observation, observation_of
+from registry.activity import APP_SERVER, Observation, observation_of
 from registry.records import Job
 
 SCREEN_CONFIRM_SEC = 2.0
@@ -44,9 +44,6 @@ QUIET_IDLE_SEC = 30.0
 """A rule-less agent whose output stopped this long is idle."""
 MAX_LOG_READ = 1024 * 1024
 START_GRACE_SEC = 10.0
-STRUCTURED_SOURCES = ("hook:", "appserver:")
-"""Sources that report from inside the agent; a weaker one (its status sequence, its
-screen) that only says the same activity again is no change."""
 
 ScreenReader = Callable[[str], Sequence[str]]
 
@@ -104,19 +101,9 @@ class Watch:
     candidate: Observation | None = None
     candidate_since: float = 0.0
     seen_pane: bool = False
-
-
-def adds_nothing(current: Observation | None, seen: Observation) -> bool:
-    """Whether a status sequence or screen sighting only repeats, in its own words,
-    what a structured source (a hook, the app-server) already said: the same activity,
-    and no command the structured one lacks. Such a sighting is no change (else a
-    Claude wait would be recorded twice, and `job why` would cite the screen)."""
-    return (
-        current is not None
-        and current.source.startswith(STRUCTURED_SOURCES)
-        and current.activity == seen.activity
-        and (bool(current.command) or not seen.command)
-    )
+    app_server: bool = False
+    """Codex's own app-server reports for this job: its status sequences, read later
+    from the pane log, are redundant and may be stale (they once undid its wait)."""
 
 
 def pane_end_reason(status: PaneStatus | None) -> str:
@@ -227,7 +214,16 @@ class AgentObserver:
             return None
         seen = self.statuses.read(job.job_id, log_path, size)
         current = observation_of(job.activity, job.activity_source, job.activity_data)
-        return None if seen is None or adds_nothing(current, seen) else seen
+        if seen is None or self._outranked(watch, current) or seen.defers_to(current):
+            return None
+        return seen
+
+    @staticmethod
+    def _outranked(watch: Watch, current: Observation | None) -> bool:
+        """Whether the job's status sequences no longer count (its app-server reports)."""
+        if current is not None and current.source.startswith(APP_SERVER):
+            watch.app_server = True
+        return watch.app_server
 
     # -- sources ------------------------------------------------------------
 
@@ -251,7 +247,8 @@ class AgentObserver:
         watch.log_size = size
         if watch.adapter.reads_osc_status:
             seen = self.statuses.read(job_id, log_path, size)
-            if seen is not None and not adds_nothing(current, seen):
+            outranked = self._outranked(watch, current)
+            if seen is not None and not outranked and not seen.defers_to(current):
                 found.append(seen)
         return grew
 
@@ -280,7 +277,7 @@ class AgentObserver:
         grew: bool,
     ) -> Observation | None:
         """The screen's observation if it should win now, else None (maybe later)."""
-        if adds_nothing(current, seen) or (
+        if seen.defers_to(current) or (
             current is not None and seen.same_as(current.activity, current.to_data())
         ):
             watch.candidate = None

@@ -186,3 +186,44 @@ def test_a_hook_agents_prompt_before_its_task_is_not_idle(
     for step in range(5):
         look(observer, registry, job_id, log, time.time() + step * SCREEN_CONFIRM_SEC)
     assert registry.get(job_id).activity == "starting"
+
+
+def test_a_late_status_sequence_does_not_undo_the_app_servers_wait(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Seen under load: the app-server's request was recorded, then the pane log's
+    older `working` and `blocked` were read and replaced it. Once Codex's app-server
+    reports for a job, its status sequences are redundant and may be stale."""
+    job_id = running(registry, "codex")
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"\x1b]7501;state=working:app=codex\x1b\\")
+    observer = AgentObserver(Screen())
+    now = time.time()
+    look(observer, registry, job_id, log, now)
+    assert registry.get(job_id).activity == "working"
+    registry.observe(job_id, Observation("waiting", "appserver:codex:requestApproval",
+                                         tool="Shell", command="touch done.txt"))  # fmt: skip
+    log.write_bytes(log.read_bytes() + b"\x1b]7501;state=working:app=codex\x1b\\")
+    assert observer.look_at_output(registry.get(job_id), log, now + 0.1) is None
+    log.write_bytes(log.read_bytes() + b"\x1b]7501;state=idle:app=codex\x1b\\")
+    look(observer, registry, job_id, log, now + 1)
+    job = registry.get(job_id)
+    assert job.activity == "waiting" and job.activity_source == "appserver:codex:requestApproval"
+
+
+def test_the_registry_keeps_the_best_source_whoever_reads_late(registry: Registry) -> None:
+    """The rule holds where the change is written (a pass that read the job before the
+    app-server spoke must not undo it): weaker sightings that only repeat, or a status
+    sequence after the app-server, are no change; a structured source always counts."""
+    job_id = running(registry, "codex")
+    wait = Observation("waiting", "appserver:codex:requestApproval", tool="Shell",
+                       command="touch done.txt")  # fmt: skip
+    assert registry.observe(job_id, wait) is not None
+    late = [
+        Observation("waiting", "osc:codex:blocked", question="needs permission"),
+        Observation("working", "osc:codex:working"),
+        Observation("waiting", "screen:codex.approval", command="touch done.txt"),
+    ]
+    assert [registry.observe(job_id, seen) for seen in late] == [None, None, None]
+    assert registry.observe(job_id, Observation("working", "appserver:codex:status"))
+    assert registry.observe(job_id, Observation("idle", "screen:codex.idle")) is not None

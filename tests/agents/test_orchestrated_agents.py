@@ -312,3 +312,32 @@ def test_codex_on_its_app_server_resumes_its_thread_after_tmux_is_killed(
     assert app_servers_of(orch.job_dir(job.job_id))
     orch.cancel(job.job_id, grace_sec=2)
     assert app_servers_of(orch.job_dir(job.job_id)) == []
+
+
+@pytest.mark.slow
+def test_codex_without_its_app_server_is_answered_with_keys(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """The fallback: an app-server that will not start leaves Codex on its own (the pane
+    says why), and `answer` types its keys as without --approvals control-room."""
+    agent = AGENTS["codex"]
+    real = require("codex")
+    wrapper = tmp_path / "codex"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = app-server ] && exit 3\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    workdir = tmp_path / "work-fallback"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / "codex-fb", workdir, model.base_url)
+    argv = [str(wrapper), *run.argv[1:]]
+    job = orch.submit(TASK, "codex", "codex-fb", agent_cmd=argv, env=run.env, workdir=workdir,
+                      approvals="control-room")  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.waiting and (j.activity_data or {})
+                    .get("command") == COMMAND, "its dialog")  # fmt: skip
+    assert "app-server exited with status 3" in orch.pane_log(job.job_id).read_text()
+    assert orch.answer(job.job_id, "yes").how == "keys y"
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the command never ran"
+        time.sleep(0.1)
+    orch.cancel(job.job_id, grace_sec=2)
