@@ -26,6 +26,10 @@ ACTIVITIES: Final = ("starting", "working", "waiting", "idle", "stalled", "exite
 """Every activity a running job can have (SPEC §3)."""
 
 NEEDS_PERSON: Final = frozenset({"waiting"})
+APP_SERVER: Final = "appserver:"
+STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER)
+"""Sources that report from inside the agent; its status sequence and screen are
+weaker (see Observation.defers_to)."""
 MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
 
@@ -44,6 +48,7 @@ _SOURCE_WORDS: Final = {
     "process": "process",
     "publish": "event published by the agent",
     "control-room": "control room",
+    "appserver": "app-server",
 }
 AGENT_NAMES: Final = {
     "claude": "Claude Code",
@@ -127,6 +132,20 @@ class Observation:
         mine = self.to_data()
         return all(mine.get(k) == data.get(k) for k in ("question", "tool", "command"))
 
+    def defers_to(self, current: Observation | None) -> bool:
+        """Whether this sighting, from a weaker source, must leave the job's current
+        activity alone: it only repeats what a structured source (a hook, Codex's
+        app-server) said, adding no command; or it is Codex's status sequence while
+        its app-server reports (read late from the pane log, it may be stale).
+
+        Checked where the change is written, so a supervision pass that read the job
+        before the structured source spoke cannot undo what it said."""
+        if current is None or self.source.startswith(STRUCTURED_SOURCES):
+            return False
+        if current.source.startswith(STRUCTURED_SOURCES) and current.activity == self.activity:
+            return bool(current.command) or not self.command
+        return current.source.startswith(APP_SERVER) and self.source.startswith("osc:")
+
     def summary(self) -> str:
         """What it is about, in a few words: "Bash `npm test`", or the question."""
         if self.command:
@@ -154,6 +173,8 @@ def describe_source(source: str) -> str:
     agent, _, name = rest.partition(":")
     if kind == "screen":
         return f"screen rule {rest} matched" if rest else "screen rule matched"
+    if kind == "process":  # "process:output": what was seen of it, not an agent
+        return f"process ({rest})" if rest else "process"
     words = _SOURCE_WORDS.get(kind, kind)
     who = AGENT_NAMES.get(agent, agent)
     return " ".join(part for part in (who, words, name) if part)

@@ -208,7 +208,14 @@ class Registry(JobStore):
         """
         with self._write() as conn:
             job = self._require(conn, job_id)
-            if job.status != "running" or observation.same_as(job.activity, job.activity_data):
+            current = activities.observation_of(
+                job.activity, job.activity_source, job.activity_data
+            )
+            if (
+                job.status != "running"
+                or observation.same_as(job.activity, job.activity_data)
+                or observation.defers_to(current)
+            ):
                 return None
             built = build_event(
                 job_id, job.last_seq + 1, "activity", observation.activity, observation.to_data()

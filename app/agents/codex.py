@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from app.agents.base import (
+    APP_SERVER,
     CONTINUE_PROMPT,
     PROMPT_WORD,
     AgentAdapter,
@@ -20,6 +22,8 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from registry.activity import Observation
+
+APP_SERVER_SOCKET = "codex-app-server.sock"
 
 
 class Codex(AgentAdapter):
@@ -57,23 +61,65 @@ class Codex(AgentAdapter):
         turns to a shared background app-server that outlives the pane, so stopping
         the pane would not stop the agent. Its `notify` program (orchestrate's hook)
         tells the thread id, which `codex resume` needs. (Codex's hooks would need
-        --dangerously-bypass-hook-trust, which also runs the user's untrusted hooks.)"""
+        --dangerously-bypass-hook-trust, which also runs the user's untrusted hooks.)
+
+        Under ``--approvals control-room`` the TUI joins an app-server of the job's
+        own instead (`--remote unix://…`), whose approval requests orchestrate answers
+        (app/agents/codex_bridge.py); the plain start above is its fallback."""
         base = list(argv) if argv else [self.executable]
-        return LaunchPlan([*base, *self.options(ctx, base), PROMPT_WORD])
+        plan = LaunchPlan([*base, *self.options(ctx, base), PROMPT_WORD])
+        return self.through_app_server(ctx, base, [PROMPT_WORD], plan)
 
     def resume(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan | None:
         if not ctx.agent_session_id:
             return None
         base = list(argv) if argv else [self.executable]
-        return LaunchPlan(
-            [*base, "resume", *self.options(ctx, base), ctx.agent_session_id, PROMPT_WORD],
+        words = [ctx.agent_session_id, PROMPT_WORD]
+        plan = LaunchPlan(
+            [*base, "resume", *self.options(ctx, base), *words],
             agent_session_id=ctx.agent_session_id,
             prompt=CONTINUE_PROMPT,
         )
+        return self.through_app_server(ctx, [*base, "resume"], words, plan, resuming=True)
+
+    def through_app_server(
+        self,
+        ctx: LaunchContext,
+        base: Sequence[str],
+        words: Sequence[str],
+        plain: LaunchPlan,
+        *,
+        resuming: bool = False,
+    ) -> LaunchPlan:
+        """``plain`` as is, or (control-room approvals) the TUI on the job's app-server,
+        with ``plain`` as the fallback should that server not start."""
+        if ctx.approvals != "control-room":
+            return plain
+        socket = ctx.job_dir / APP_SERVER_SOCKET
+        tui = [word for word in base if word != "--no-daemon"]  # refused beside --remote
+        settings: list[str] = []
+        if resuming:  # "Permission overrides are not supported when resuming a remote task"
+            tui, settings = permission_settings(tui)
+        server = [tui[0], "app-server", "--listen", f"unix://{socket}", *self.notify(ctx)]
+        server += settings
+        companion = {
+            "argv": server,
+            "socket": str(socket),
+            "log": str(ctx.job_dir / "codex-app-server.log"),
+            "fallback_argv": plain.argv,
+        }
+        return replace(
+            plain,
+            argv=[*tui, "--remote", f"unix://{socket}", *words],
+            extra={APP_SERVER: companion},
+        )
+
+    def notify(self, ctx: LaunchContext) -> list[str]:
+        """`-c notify=[…]`: orchestrate's hook after every turn (TOML takes JSON's list)."""
+        return ["-c", f"notify={json.dumps([*shlex.split(ctx.hook_command), self.kind])}"]
 
     def options(self, ctx: LaunchContext, base: Sequence[str]) -> list[str]:
-        notify = json.dumps([*shlex.split(ctx.hook_command), self.kind])  # TOML takes JSON's
-        options = ["-c", f"notify={notify}"]
+        options = self.notify(ctx)
         if "--no-daemon" not in base:
             options.insert(0, "--no-daemon")
         return options
@@ -95,3 +141,29 @@ class Codex(AgentAdapter):
             return False
         wanted = {prompt.strip(), CONTINUE_PROMPT.strip()}
         return any(isinstance(text, str) and text.strip() in wanted for text in messages)
+
+
+PERMISSION_FLAGS = {
+    "-a": "approval_policy",
+    "--ask-for-approval": "approval_policy",
+    "-s": "sandbox_mode",
+    "--sandbox": "sandbox_mode",
+}
+
+
+def permission_settings(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without its approval and sandbox flags, and those flags as the
+    app-server's ``-c key="value"`` settings (a resumed remote TUI refuses them)."""
+    kept: list[str] = []
+    settings: list[str] = []
+    words = iter(argv)
+    for word in words:
+        name, equals, value = word.partition("=")
+        key = PERMISSION_FLAGS.get(name)
+        if key is None:
+            kept.append(word)
+            continue
+        if not equals:
+            value = next(words, "")
+        settings += ["-c", f"{key}={json.dumps(value)}"]  # a JSON string is a TOML string
+    return kept, settings

@@ -29,6 +29,8 @@ HOME_ENV = "GEMINI_CLI_HOME"
 HOOK_EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification",
                "AfterAgent", "SessionEnd")  # fmt: skip
 HOOK_TIMEOUT_MS = 5000
+TOOL_OF_KIND = {"exec": "Shell", "edit": "Edit"}
+"""A ToolPermission's kind as its dialog names the tool ("Allow execution of [Shell]?")."""
 
 
 def user_gemini_dir(env: Mapping[str, str]) -> Path:
@@ -156,7 +158,8 @@ class Gemini(AgentAdapter):
                 "waiting",
                 f"{source}:ToolPermission",
                 question=question,
-                tool=text_of(details.get("rootCommand")),
+                tool=TOOL_OF_KIND.get(text_of(details.get("type")))
+                or text_of(details.get("rootCommand")),
                 command=text_of(details.get("command")) or tool_command(details),
             )
         elif event == "AfterAgent":

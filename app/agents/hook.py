@@ -81,7 +81,8 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
             recorded = registry.observe(job_id, reading.observation)
         if not reading.wants_decision or env.get(APPROVALS_ENV) != "control-room":
             return None
-        after = recorded.bus_seq if recorded is not None else 0
+        # a repeated sighting records nothing: only decisions from now on are for it
+        after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
         wait = float(env.get(APPROVAL_WAIT_ENV) or 120)
         decision = wait_for_decision(registry, job_id, after, time.monotonic() + wait)
         if decision is None:
@@ -97,19 +98,32 @@ def wait_for_decision(
 ) -> tuple[bool, str] | None:
     """The control room's answer to this job's question, posted after ``after_seq``."""
     while time.monotonic() < deadline:
-        row = registry.db.conn.execute(
-            "SELECT payload FROM messages WHERE type = ? AND correlation_id = ? AND seq > ? "
-            "ORDER BY seq DESC LIMIT 1",
-            (DECISION_TYPE, job_id, after_seq),
-        ).fetchone()
-        if row is not None:
-            try:
-                payload = json.loads(row[0])
-            except (TypeError, ValueError):
-                return None
-            return payload.get("answer") in ("yes", "always"), str(payload.get("reason", ""))
+        answer = latest_decision(registry.db.conn, job_id, after_seq)
+        if answer is not None:  # an unreadable one ("") leaves it to the agent's dialog
+            return (answer[0] in ("yes", "always"), answer[1]) if answer[0] else None
         time.sleep(DECISION_POLL_SEC)
     return None
+
+
+def latest_decision(conn: Any, job_id: str, after_seq: int) -> tuple[str, str] | None:
+    """The newest decision (answer, reason) for ``job_id`` posted after ``after_seq``:
+    what a waiting hook or the Codex app-server bridge hands its agent ("" for an
+    unreadable one)."""
+    row = conn.execute(
+        "SELECT payload FROM messages WHERE type = ? AND correlation_id = ? AND seq > ? "
+        "ORDER BY seq DESC LIMIT 1",
+        (DECISION_TYPE, job_id, after_seq),
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        payload = json.loads(row[0])
+    except (TypeError, ValueError):
+        return "", "unreadable decision"
+    if not isinstance(payload, dict):
+        return "", "unreadable decision"
+    answer = payload.get("answer")
+    return (answer if isinstance(answer, str) else ""), str(payload.get("reason", ""))
 
 
 def log_failure(env: Mapping[str, str], kind: str) -> None:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.agents.base import PROMPT_FILE_WORD, PROMPT_WORD
+from app.agents.base import APP_SERVER, PROMPT_FILE_WORD, PROMPT_WORD
 from app.agents.env import SECRET_NAMES
 from app.agents.settings_files import write_json
 
@@ -183,6 +183,37 @@ def deliver_later(spec: LaunchSpec, text_file: Path) -> threading.Thread | None:
     return thread
 
 
+def with_companion(
+    spec: LaunchSpec, env: Mapping[str, str], prompt_file: Path
+) -> tuple[list[str], Any]:
+    """The agent's argv, and the companion process to stop after it, if its plan has
+    one (Codex's own app-server under --approvals control-room). A companion that
+    does not start leaves the agent on its own, with the plan's fallback argv."""
+    wanted = spec.extra.get(APP_SERVER)
+    if not isinstance(wanted, dict):
+        return final_argv(spec.argv, prompt_file), None
+    from app.agents.codex_bridge import AppServerCompanion
+
+    companion = AppServerCompanion(
+        [str(word) for word in wanted["argv"]],
+        Path(wanted["socket"]),
+        env,
+        state_dir=spec.state_dir,
+        job_id=spec.job_id,
+        log_path=Path(wanted["log"]),
+    )
+    why = companion.start()
+    if why is None:
+        return final_argv(spec.argv, prompt_file), companion
+    print(f"orchestrate: {why}; its approvals are answered with keys", file=sys.stderr, flush=True)
+    return final_argv(wanted["fallback_argv"], prompt_file), None
+
+
+def _leave(signum: int, _frame: object) -> None:
+    """Leave through the `finally` that stops the companion, with a shell's status."""
+    raise SystemExit(128 + signum)
+
+
 def record_exit(path: Path, status: int) -> None:
     with contextlib.suppress(OSError):
         path.write_text(f"{status}\n", encoding="utf-8")
@@ -198,8 +229,13 @@ def run(spec_path: Path) -> int:
     if spec.header:
         print(spec.header, flush=True)
     prompt_file = Path(spec.prompt_file)
-    argv = final_argv(spec.argv, prompt_file)
     env = agent_environment(spec.env, os.environ)
+    argv, companion = with_companion(spec, env, prompt_file)
+    if companion is not None:
+        # tmux killed (a hangup) or the pane's group ended (SIGTERM): the companion goes
+        # too. Codex's app-server catches SIGHUP and would live on without its TUI.
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(signum, _leave)
     if spec.deliver == "paste" and (spec.paste_text_file or spec.prompt_file):
         deliver_later(spec, Path(spec.paste_text_file or spec.prompt_file))
     try:
@@ -210,6 +246,9 @@ def run(spec_path: Path) -> int:
     except PermissionError:
         print(f"orchestrate: cannot run {argv[0]}: permission denied", file=sys.stderr)
         status = 126
+    finally:
+        if companion is not None:
+            companion.stop()
     if status < 0:  # killed by a signal: as a shell reports it
         status = 128 - status
     record_exit(Path(spec.exit_file), status)

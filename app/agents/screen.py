@@ -20,6 +20,8 @@ from registry.activity import ACTIVITIES, Observation
 SCREEN_ACTIVITIES = ("waiting", "working", "idle")
 DEFAULT_LINES = 20
 _FIELDS = ("question", "tool", "command")
+_TRAILING_SPACE = re.compile(r"(?: |\\s)\+?\$$")
+"""A pattern wanting a space at a line's end: tmux's capture drops trailing spaces."""
 
 
 class RuleError(ValueError):
@@ -45,6 +47,11 @@ class ScreenRule:
             raise RuleError(
                 f"screen rule {self.name!r}: activity must be one of "
                 f"{', '.join(SCREEN_ACTIVITIES)}, not {self.activity!r}"
+            )
+        if _TRAILING_SPACE.search(self.pattern):
+            raise RuleError(
+                f"screen rule {self.name!r}: pattern wants a space at a line's end, but "
+                "screen lines are read without trailing spaces (write ' ?$')"
             )
         if not 1 <= self.lines <= 500:
             raise RuleError(f"screen rule {self.name!r}: lines must be 1-500")

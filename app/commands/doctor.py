@@ -24,15 +24,22 @@ TESTED_VERSIONS = {
     "aider": "0.86.2",
 }
 """The versions orchestrate's adapters and screen rules were measured against."""
-# A hook event each hook-driven agent sends at the end of a turn, and what it means.
-HOOK_PROBES = {
+PROBE_PROMPT = "doctor's probe"
+# What each agent's hook sends at the end of a turn (Codex's notify: as its last
+# argument), and the activity it means.
+HOOK_PROBES: dict[str, tuple[dict[str, object], str]] = {
     "claude": ({"hook_event_name": "Stop", "session_id": "doctor"}, "idle"),
     "gemini": ({"hook_event_name": "AfterAgent", "session_id": "doctor"}, "idle"),
+    "codex": (
+        {"type": "agent-turn-complete", "thread-id": "doctor", "input-messages": [PROBE_PROMPT]},
+        "idle",
+    ),
 }
+IN_ARGV = {"codex"}
 SIGNALS = {
     "claude": "hooks (per-job --settings), screen rules",
-    "codex": "OSC 7501 status in its output, screen rules",
-    "gemini": "hooks (per-job system settings), screen rules",
+    "codex": "OSC 7501 status in its output, notify, screen rules",
+    "gemini": "hooks (per-job GEMINI_CLI_HOME layer), screen rules",
     "aider": "screen rules",
 }
 
@@ -44,6 +51,7 @@ class Check:
     version: str
     hooks: str
     ok: bool
+    approvals: str = "keys only"
 
 
 INSTALL_HINTS = {
@@ -72,13 +80,16 @@ def probe_hook(kind: str) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="orchestrate-doctor-") as directory:
         state = Path(directory) / "state"
         registry = Registry.open(state)
-        job = registry.register("doctor's probe", kind, "doctor")
-        registry.set_status(job.job_id, "running", "doctor's probe")
+        job = registry.register(PROBE_PROMPT, kind, "doctor")
+        registry.set_status(job.job_id, "running", PROBE_PROMPT)
         env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
+        argv = [*orchestrate_command(), "hook", kind]
+        if kind in IN_ARGV:
+            argv.append(json.dumps(payload))
         started = time.perf_counter()
         result = subprocess.run(
-            [*orchestrate_command(), "hook", kind],
-            input=json.dumps(payload),
+            argv,
+            input="" if kind in IN_ARGV else json.dumps(payload),
             capture_output=True,
             text=True,
             env=env,
@@ -102,8 +113,27 @@ def checks() -> list[Check]:
         path = shutil.which(adapter.executable)
         version = version_of([path, "--version"]) if path else "not installed"
         ok, hooks = probe_hook(kind) if kind in HOOK_PROBES else (True, "not used")
-        found.append(Check(kind, path, version, hooks, ok))
+        found.append(Check(kind, path, version, hooks, ok, approvals_of(kind, path)))
     return found
+
+
+def approvals_of(kind: str, path: str | None) -> str:
+    """How `submit --approvals control-room` answers this agent."""
+    if kind == "claude":
+        return "control-room: permission hook"
+    if kind != "codex":
+        return "keys only"
+    if path is None:
+        return "keys only (not installed)"
+    try:
+        result = subprocess.run(
+            [path, "app-server", "--help"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "keys only (its app-server does not answer)"
+    if "unix://" in result.stdout + result.stderr:
+        return "control-room: app-server (unix socket)"
+    return "keys only (its app-server has no unix socket)"
 
 
 @click.command()
@@ -127,5 +157,6 @@ def doctor(as_json: bool) -> None:
             click.echo(
                 f"         state from {SIGNALS[check.agent]}; orchestrate hook: {check.hooks}"
             )
+            click.echo(f"         approvals: {check.approvals}")
     if not all(check.ok for check in results):
         raise click.exceptions.Exit(1)

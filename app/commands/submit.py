@@ -42,8 +42,10 @@ from registry.waiter import Verdict
     type=click.Choice(["agent", "control-room"]),
     default="agent",
     show_default=True,
-    help="control-room: Claude Code's permission hook waits for `orchestrate answer` "
-    "(or the control room) instead of drawing its dialog, up to --approval-wait.",
+    help="control-room: answers go in structured, no keys typed: Claude Code's "
+    "permission hook waits for `orchestrate answer` (or the control room) up to "
+    "--approval-wait; Codex runs on an app-server of the job's own, which orchestrate "
+    "answers (keys if it does not start).",
 )
 @click.option(
     "--approval-wait",

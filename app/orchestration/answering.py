@@ -44,6 +44,8 @@ class Answering(Protocol):
     def pane_for_job(self, job_id: str) -> str | None: ...
 
 
+DECIDED_BY_HOOK = "hook:claude:PermissionRequest"
+DECIDED_BY_APP_SERVER = "appserver:codex:requestApproval"
 DIALOG_GRACE_SEC = 3.0
 """How long to wait for the dialog to be drawn after the hook (or event) said waiting."""
 CONFIRM_SEC = 5.0
@@ -88,18 +90,34 @@ def answer(
         raise NotWaitingForPermission(
             f"job {job_id} is not waiting for an answer ({job.status}, {doing})"
         )
-    record = LaunchRecord.load(orch.job_dir(job_id))
-    if (
-        record is not None
-        and record.approvals == "control-room"
-        and (job.activity_source or "").startswith("hook:claude:PermissionRequest")
-    ):
-        return _decide(orch, job, reply, by, confirm_sec)
+    if awaits_decision(job, LaunchRecord.load(orch.job_dir(job_id))):
+        via_server = (job.activity_source or "").startswith(DECIDED_BY_APP_SERVER)
+        how = "app-server decision" if via_server else "hook decision"
+        return _decide(orch, job, reply, by, confirm_sec, how)
     return _type_keys(orch, job, reply, by, grace_sec, confirm_sec)
 
 
-def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float) -> Answered:
-    """Hand the waiting hook its decision; the agent never draws (or drops) its dialog."""
+def awaits_decision(job: Job, record: LaunchRecord | None, now: float | None = None) -> bool:
+    """Whether the job's question waits for a structured decision (``--approvals
+    control-room``): Claude's permission hook, until its bound runs out (then the
+    agent's own dialog shows, and keys answer it); Codex's app-server request, as long
+    as it is pending (its dialog is on screen meanwhile, so keys would work too)."""
+    if record is None or record.approvals != "control-room" or not job.waiting:
+        return False
+    source = job.activity_source or ""
+    if source.startswith(DECIDED_BY_APP_SERVER):
+        return True
+    if source.startswith(DECIDED_BY_HOOK):
+        waited = (time.time() if now is None else now) - (job.activity_at_ms or 0) / 1000
+        return waited < record.approval_wait_sec
+    return False
+
+
+def _decide(
+    orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: float, how: str
+) -> Answered:
+    """Hand the waiting hook (or the Codex app-server bridge) its decision: no key is
+    typed, so none can be dropped or land in the wrong dialog."""
     since = job.activity_at_ms
     orch.registry.bus.publish(
         Outgoing(
@@ -110,8 +128,8 @@ def _decide(orch: Answering, job: Job, reply: Answer, by: str, confirm_sec: floa
         )
     )
     _confirm(orch, job.job_id, since, lambda: False, confirm_sec)
-    _record_input(orch, job.job_id, reply, by, "hook decision")
-    return Answered(job.job_id, reply, "hook decision")
+    _record_input(orch, job.job_id, reply, by, how)
+    return Answered(job.job_id, reply, how)
 
 
 def _type_keys(

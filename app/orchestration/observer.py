@@ -32,7 +32,7 @@ from app.agents.base import AgentAdapter
 from app.agents.osc import StatusScanner
 from app.agents.screen import match_screen
 from app.tmux.models import PaneStatus
-from registry.activity import Observation, observation_of
+from registry.activity import APP_SERVER, Observation, observation_of
 from registry.records import Job
 
 SCREEN_CONFIRM_SEC = 2.0
@@ -101,6 +101,9 @@ class Watch:
     candidate: Observation | None = None
     candidate_since: float = 0.0
     seen_pane: bool = False
+    app_server: bool = False
+    """Codex's own app-server reports for this job: its status sequences, read later
+    from the pane log, are redundant and may be stale (they once undid its wait)."""
 
 
 def pane_end_reason(status: PaneStatus | None) -> str:
@@ -165,7 +168,7 @@ class AgentObserver:
             return Verdict((exited,), ended or ("error", pane_end_reason(pane)), heartbeat="dead")
         found: list[Observation] = []
         current = observation_of(job.activity, job.activity_source, job.activity_data)
-        grew = self._read_output(job.job_id, watch, log_path, now, found)
+        grew = self._read_output(job.job_id, watch, log_path, now, found, current)
         if found:
             current = found[-1]
         seen = self._read_screen(watch, pane.pane_id, now, grew)
@@ -209,12 +212,29 @@ class AgentObserver:
             size = log_path.stat().st_size
         except OSError:
             return None
-        return self.statuses.read(job.job_id, log_path, size)
+        seen = self.statuses.read(job.job_id, log_path, size)
+        current = observation_of(job.activity, job.activity_source, job.activity_data)
+        if seen is None or self._outranked(watch, current) or seen.defers_to(current):
+            return None
+        return seen
+
+    @staticmethod
+    def _outranked(watch: Watch, current: Observation | None) -> bool:
+        """Whether the job's status sequences no longer count (its app-server reports)."""
+        if current is not None and current.source.startswith(APP_SERVER):
+            watch.app_server = True
+        return watch.app_server
 
     # -- sources ------------------------------------------------------------
 
     def _read_output(
-        self, job_id: str, watch: Watch, log_path: Path, now: float, found: list[Observation]
+        self,
+        job_id: str,
+        watch: Watch,
+        log_path: Path,
+        now: float,
+        found: list[Observation],
+        current: Observation | None,
     ) -> bool:
         """Note new output; read its status sequences. True if it grew."""
         try:
@@ -227,7 +247,8 @@ class AgentObserver:
         watch.log_size = size
         if watch.adapter.reads_osc_status:
             seen = self.statuses.read(job_id, log_path, size)
-            if seen is not None:
+            outranked = self._outranked(watch, current)
+            if seen is not None and not outranked and not seen.defers_to(current):
                 found.append(seen)
         return grew
 
@@ -256,7 +277,9 @@ class AgentObserver:
         grew: bool,
     ) -> Observation | None:
         """The screen's observation if it should win now, else None (maybe later)."""
-        if current is not None and seen.same_as(current.activity, current.to_data()):
+        if seen.defers_to(current) or (
+            current is not None and seen.same_as(current.activity, current.to_data())
+        ):
             watch.candidate = None
             return None
         if (
@@ -274,6 +297,9 @@ class AgentObserver:
             watch.candidate, watch.candidate_since = seen, now
         structured = watch.adapter.has_hooks or watch.adapter.reads_osc_status
         held = now - watch.candidate_since
+        before_task = current is None or current.activity == "starting"
+        if structured and seen.activity == "idle" and before_task:
+            return None  # its prompt, drawn before it took the task: its hooks will speak
         if structured:
             changed_since = (job.activity_at_ms or 0) / 1000 > watch.candidate_since
             if changed_since:
@@ -294,6 +320,11 @@ class AgentObserver:
         silence idle."""
         activity = current.activity if current is not None else None
         if grew and activity in (None, "starting", "idle", "stalled"):
+            return Observation("working", "process:output")
+        answered = (
+            activity == "waiting" and current is not None and current.source.startswith("screen:")
+        )
+        if grew and answered:  # its question left the screen, and it went on
             return Observation("working", "process:output")
         if (
             not grew

@@ -212,6 +212,7 @@ class Orchestrator:
                 start_directory=workdir,
                 deliver=plan.deliver,
                 agent=job.agent,
+                extra=plan.extra,
             )
         except TmuxError as error:
             reason = f"could not start the agent pane: {error}"

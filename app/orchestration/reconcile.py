@@ -176,6 +176,8 @@ class Reconciler:
                 log.info("job %s: activity not recorded: %s", job.job_id, exc)
         report.sampled[job.job_id] = activity
         self._beat(job, verdict.heartbeat)
+        if verdict.idle_done and not self._still_as_judged(job):
+            return  # it moved on (its task arrived) since the pass read it idle
         if verdict.idle_done and verdict.finish is not None and self._round_done(job, verdict):
             return
         if verdict.finish is not None:
@@ -185,6 +187,15 @@ class Reconciler:
                 target[job.job_id] = reason
             return
         self._flag_if_quiet(job, activity, report)
+
+    def _still_as_judged(self, job: Job) -> bool:
+        """Whether the job's activity is still the one the pass judged (a hook may have
+        recorded another since: the look read the job before asking if it had worked)."""
+        try:
+            now = self.orchestrator.registry.get(job.job_id)
+        except RegistryError:
+            return False
+        return now.activity == job.activity and now.activity_at_ms == job.activity_at_ms
 
     def _round_done(self, job: Job, verdict: Verdict) -> bool:
         """A work-tree job whose agent went idle after its task: its review comes up

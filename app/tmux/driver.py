@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from libtmux import exc as libtmux_exc
 from libtmux.constants import PaneDirection
@@ -219,6 +219,7 @@ class TmuxDriver(PaneControl):
         deliver: str | None = None,
         agent: str = "generic",
         paste_text: str | Path | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """Start an agent in a new window of `label`'s session; returns its pane id.
 
@@ -251,6 +252,7 @@ class TmuxDriver(PaneControl):
             deliver=deliver,
             agent=agent,
             paste_text=Path(paste_text).resolve() if paste_text else None,
+            extra=extra,
         )
 
     def resume(
@@ -297,6 +299,7 @@ class TmuxDriver(PaneControl):
         deliver: str | None = None,
         agent: str = "generic",
         paste_text: Path | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """Open a window whose launcher waits until pipe-pane is set, then runs argv."""
         from app.agents.launcher import LaunchSpec, delivery_of, window_command
@@ -321,6 +324,7 @@ class TmuxDriver(PaneControl):
             channel=f"orchestrate-{uuid.uuid4().hex}",
             exit_file=str(exit_file),
             paste_text_file=str(paste_text) if paste_text else "",
+            extra=dict(extra or {}),
         )
         spec_path = spec.write(log.parent / f"{stem}.json")
         self.ensure_session(label)

@@ -103,6 +103,10 @@ def test_an_answer_the_agent_lacks_is_refused(mybot: Orchestrator, workdir: Path
         ("[[agents.x.rules]]\nname = 'a'\nactivity = 'busy'\npattern = 'x'", "activity must be"),
         ("[[agents.x.rules]]\nname = 'a'\nactivity = 'idle'\npattern = '('", "bad pattern"),
         ("[agents.x\n", "not valid UTF-8 TOML"),
+        (
+            "[[agents.x.rules]]\nname = 'a'\nactivity = 'idle'\npattern = '^x> $'",
+            "without trailing spaces",
+        ),
     ],
 )
 def test_a_bad_agents_config_is_one_line_naming_the_file(

@@ -163,8 +163,10 @@ def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
     run = agent.sandbox(tmp_path / name, workdir, model.base_url)
     job = orch.submit("remember the word PELICAN", name, f"{name}-r", agent_cmd=run.argv,
                       env=run.env, workdir=workdir)  # fmt: skip
-    supervise_until(orch, job.job_id, lambda j: j.activity == "idle", "its first turn to end")
-    assert orch.registry.get(job.job_id).agent_session_id  # the agent's own id, recorded
+    # the agent's own id, recorded (Codex tells it with its notify, after the turn)
+    supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and j.agent_session_id
+                    and orch.registry.has_worked(j.job_id),
+                    "its first turn to end, and its session id")  # fmt: skip
     turns_before = len(model.requests_of("turn"))
     orch.driver.server.cmd("kill-server")
     supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
@@ -185,3 +187,157 @@ def json_text(body: object) -> str:
     import json
 
     return json.dumps(body)
+
+
+def app_servers_of(job_dir: Path) -> list[int]:
+    """Pids of processes whose command line names the job's app-server socket."""
+    socket = str(job_dir / "codex-app-server.sock")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(socket in word.decode("utf-8", "replace") for word in words):
+            found.append(int(proc.name))
+    return found
+
+
+def start_codex_control_room(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path, label: str
+) -> tuple[str, Path]:
+    agent = AGENTS["codex"]
+    require("codex")
+    workdir = tmp_path / f"work-{label}"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / label, workdir, model.base_url)
+    job = orch.submit(TASK, "codex", label, agent_cmd=run.argv, env=run.env, workdir=workdir,
+                      approvals="control-room")  # fmt: skip
+    return job.job_id, workdir
+
+
+def test_codex_approvals_through_its_app_server(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """--approvals control-room: Codex runs on an app-server of the job's own; its
+    requestApproval is the job's wait (with the command) and `answer yes` goes back as
+    `accept`, no key typed; the agent moves on; cancelling ends the app-server too."""
+    job_id, workdir = start_codex_control_room(orch, serve_model, tmp_path, "codex-cr")
+    job = supervise_until(
+        orch,
+        job_id,
+        lambda j: j.waiting and j.activity_source == "appserver:codex:requestApproval",
+        "the app-server's approval request",
+    )
+    assert (job.activity_data or {})["command"] == COMMAND
+    assert "Codex app-server requestApproval: Shell `touch done.txt`" in orch.registry.why(job_id)
+    assert app_servers_of(orch.job_dir(job_id))
+    answered = orch.answer(job_id, "yes")
+    assert answered.how == "app-server decision"
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the accepted command never ran"
+        time.sleep(0.1)
+    job = supervise_until(orch, job_id, lambda j: j.activity == "idle", "idle after the turn")
+    assert job.agent_session_id  # the thread id, for `codex resume`
+    orch.cancel(job_id, grace_sec=2)
+    assert orch.pane_for_job(job_id) is None
+    assert app_servers_of(orch.job_dir(job_id)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("reply", "runs"), [("no", False), ("always", True)])
+def test_codex_app_server_decisions(
+    reply: str, runs: bool, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """no → decline (the command is not run, the turn goes on to its end); always →
+    acceptForSession (it runs)."""
+    job_id, workdir = start_codex_control_room(orch, serve_model, tmp_path, f"codex-{reply}")
+    supervise_until(orch, job_id, lambda j: j.waiting and j.activity_source ==
+                    "appserver:codex:requestApproval", "the request")  # fmt: skip
+    assert orch.answer(job_id, reply).how == "app-server decision"  # type: ignore[arg-type]
+    supervise_until(orch, job_id, lambda j: j.activity == "idle", "the turn's end")
+    assert (workdir / "done.txt").exists() is runs
+    orch.cancel(job_id, grace_sec=2)
+    assert app_servers_of(orch.job_dir(job_id)) == []
+
+
+@pytest.mark.slow
+def test_codex_app_server_goes_with_tmux(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """tmux killed under a waiting Codex: its app-server goes too (no process left)."""
+    job_id, _workdir = start_codex_control_room(orch, serve_model, tmp_path, "codex-kill")
+    supervise_until(orch, job_id, lambda j: j.waiting, "the request")
+    assert app_servers_of(orch.job_dir(job_id))
+    orch.driver.server.cmd("kill-server")
+    deadline = time.monotonic() + 15
+    while app_servers_of(orch.job_dir(job_id)):
+        assert time.monotonic() < deadline, "the app-server outlived tmux"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_codex_on_its_app_server_resumes_its_thread_after_tmux_is_killed(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """Control-room approvals survive a reboot: the resumed TUI (`codex resume --remote`)
+    joins a new app-server of the job's own and continues the same thread."""
+    agent = AGENTS["codex"]
+    require("codex")
+    workdir = tmp_path / "work-cr-resume"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script([Reply("First part done.")]))
+    run = agent.sandbox(tmp_path / "codex", workdir, model.base_url)
+    job = orch.submit("remember the word PELICAN", "codex", "codex-crr", agent_cmd=run.argv,
+                      env=run.env, workdir=workdir, approvals="control-room")  # fmt: skip
+    first = supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and
+                            j.agent_session_id, "its first turn, and its thread id")  # fmt: skip
+    turns_before = len(model.requests_of("turn"))
+    orch.driver.server.cmd("kill-server")
+    supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
+    assert orch.resume_interrupted(env=run.env)
+    deadline = time.monotonic() + 40
+    while len(model.requests_of("turn")) <= turns_before:
+        pane = orch.pane_for_job(job.job_id)
+        screen = "\n".join(orch.driver.capture(pane, 40)) if pane else "(no pane)"
+        assert time.monotonic() < deadline, f"the resumed agent never asked its model:\n{screen}"
+        time.sleep(0.2)
+    latest = json_text(model.requests_of("turn")[-1].body)
+    assert "PELICAN" in latest and "Continue the task" in latest
+    assert orch.registry.get(job.job_id).agent_session_id == first.agent_session_id
+    assert app_servers_of(orch.job_dir(job.job_id))
+    orch.cancel(job.job_id, grace_sec=2)
+    assert app_servers_of(orch.job_dir(job.job_id)) == []
+
+
+@pytest.mark.slow
+def test_codex_without_its_app_server_is_answered_with_keys(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """The fallback: an app-server that will not start leaves Codex on its own (the pane
+    says why), and `answer` types its keys as without --approvals control-room."""
+    agent = AGENTS["codex"]
+    real = require("codex")
+    wrapper = tmp_path / "codex"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = app-server ] && exit 3\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    workdir = tmp_path / "work-fallback"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script.shell_then_reply(COMMAND, "All done."))
+    run = agent.sandbox(tmp_path / "codex-fb", workdir, model.base_url)
+    argv = [str(wrapper), *run.argv[1:]]
+    job = orch.submit(TASK, "codex", "codex-fb", agent_cmd=argv, env=run.env, workdir=workdir,
+                      approvals="control-room")  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.waiting and (j.activity_data or {})
+                    .get("command") == COMMAND, "its dialog")  # fmt: skip
+    assert "app-server exited with status 3" in orch.pane_log(job.job_id).read_text()
+    assert orch.answer(job.job_id, "yes").how == "keys y"
+    deadline = time.monotonic() + 30
+    while not (workdir / "done.txt").exists():
+        assert time.monotonic() < deadline, "the command never ran"
+        time.sleep(0.1)
+    orch.cancel(job.job_id, grace_sec=2)

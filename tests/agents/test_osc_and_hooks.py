@@ -110,6 +110,7 @@ def test_gemini_hooks_drive_the_jobs_activity(running_job: tuple[Path, str]) -> 
         assert registry.get(job_id).activity == activity, name
     waiting = next(c for c in registry.activity_history(job_id) if c.activity == "waiting")
     assert waiting.observation.command.startswith("touch ")
+    assert waiting.observation.tool == "Shell"  # as its dialog says: "Allow execution of [Shell]?"
     assert waiting.observation.source == "hook:gemini:Notification:ToolPermission"
 
 

@@ -23,6 +23,29 @@ def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None
     assert rows["claude"]["path"] == str(fake)
     assert rows["claude"]["hooks"].startswith("ok (")
     assert rows["gemini"]["hooks"].startswith("ok (")
-    assert rows["codex"]["hooks"] == "not used"
+    assert rows["codex"]["hooks"].startswith("ok (")  # its notify program
+    assert rows["claude"]["approvals"] == "control-room: permission hook"
+    assert rows["codex"]["approvals"] == "keys only (not installed)"
     human = cli("doctor", env={"PATH": path})
     assert "claude   2.1.197 (Claude Code) (tested 2.1.197)" in human.stdout
+
+
+def test_doctor_says_whether_codex_can_take_structured_approvals(cli, tmp_path: Path) -> None:
+    """A Codex whose app-server listens on a unix socket can; an older one cannot."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "codex"
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    for listen, said in [
+        ("unix://PATH, ws://IP:PORT", "control-room: app-server (unix socket)"),
+        ("ws://IP:PORT", "keys only (its app-server has no unix socket)"),
+    ]:
+        fake.write_text(
+            '#!/bin/sh\n[ "$1" = app-server ] && echo "--listen <URL> '
+            + listen
+            + '" && exit 0\necho codex-cli 0.169.0\n'
+        )
+        fake.chmod(0o755)
+        result = cli("doctor", "--json", env={"PATH": path})
+        rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
+        assert rows["codex"]["approvals"] == said

@@ -158,6 +158,9 @@ def test_agent_text_is_stored_as_one_clean_line(registry: Registry) -> None:
         ("screen:aider.run_shell", "screen rule aider.run_shell matched"),
         ("title:gemini:Action Required", "Gemini CLI pane title Action Required"),
         ("process", "process"),
+        ("process:output", "process (output)"),
+        ("process:no progress", "process (no progress)"),
+        ("appserver:codex:requestApproval", "Codex app-server requestApproval"),
     ],
 )
 def test_sources_are_said_in_words(source: str, said: str) -> None:
