@@ -335,18 +335,18 @@ class RegistrySource:
     def _session_rows(self, notices: list[str]) -> list[SessionRow]:
         records = self.sessions.list()
         beats = {beat.agent_id: beat for beat in heartbeats.read_all(self.registry.db.conn)}
-        running = {
-            str(row[0]): str(row[1])
-            for row in self._rows(
-                "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
-                "ORDER BY created_at_ms"
-            )
-        }
+        running: dict[str, list[str]] = {}  # session label -> its running jobs, oldest first
+        for row in self._rows(
+            "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
+            "ORDER BY created_at_ms, job_id"
+        ):
+            running.setdefault(str(row[0]), []).append(str(row[1]))
         alive = self._tmux_sessions(notices)
         at_ms = self.clock_ms()
         rows = []
         for record in records:
-            job_id = running.get(record.label)
+            job_ids = running.get(record.label, [])
+            job_id = job_ids[-1] if job_ids else None  # the newest, as before
             # reconcile beats on behalf of each job's agent; a self-reporting agent may
             # beat under its session's name instead
             beat = (
@@ -368,6 +368,7 @@ class RegistrySource:
                     liveness=liveness,
                     heartbeat_age_s=age_s,
                     current_job=job_id or (beat.current_task if beat is not None else None),
+                    jobs=tuple(job_ids),
                 )
             )
         return rows

@@ -55,6 +55,16 @@ class JobRow:
     question: str = ""
     """What it waits on: the question, or the tool and its command."""
 
+    @property
+    def state(self) -> str:
+        """The one word shown for the job: its activity while it runs (`waiting` for a
+        permission answer, `working`, `idle`, `interrupted`…), its status otherwise."""
+        if self.status != "running":
+            return self.status
+        if self.waiting_permission:
+            return "waiting"
+        return self.activity or "running"
+
 
 LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}
 FINISHED_GROUP = 3
@@ -84,6 +94,8 @@ class SessionRow:
     liveness: Liveness
     heartbeat_age_s: float | None = None
     current_job: str | None = None
+    jobs: tuple[str, ...] = ()
+    """Every running job in the session (a session can run several agents' panes)."""
 
 
 @dataclass(frozen=True)

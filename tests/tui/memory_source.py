@@ -238,8 +238,11 @@ def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
     source.emit("5f4e3d2c", "progress", "refactor 4/5", skip=2)
     source.jobs["5f4e3d2c"] = replace(source.jobs["5f4e3d2c"], missing_events=2)
     source.cancel("9e8d7c6b")
+    for job_id, activity in (("3fa2c1d0", "working"), ("5f4e3d2c", "idle")):
+        source.jobs[job_id] = replace(source.jobs[job_id], activity=activity)
     for job in source.jobs.values():
         if job.status == "running":
             session = source.sessions[job.agent_session]
-            source.sessions[job.agent_session] = replace(session, current_job=job.job_id)
+            jobs = (*session.jobs, job.job_id)
+            source.sessions[job.agent_session] = replace(session, current_job=job.job_id, jobs=jobs)
     return source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +41,8 @@ class MainScreen(Screen[None]):
     """How many jobs wait for a permission answer (the header counts them)."""
     problem: reactive[str] = reactive("")
     """Why the registry cannot be read ("" while it can); shown until a read works."""
+    activity_counts: reactive[dict[str, int]] = reactive(dict)
+    """Running jobs per activity, for the header."""
 
     class LogWanted(Message):
         """The split log tail is open and another job is highlighted: tail its pane."""
@@ -60,6 +63,7 @@ class MainScreen(Screen[None]):
             filter_text=MainScreen.job_filter,
             waiting=MainScreen.waiting_jobs,
             problem=MainScreen.problem,
+            activities=MainScreen.activity_counts,
         )
         yield JobsTable(id="jobs").data_bind(
             filter_text=MainScreen.job_filter, problem=MainScreen.problem
@@ -100,8 +104,14 @@ class MainScreen(Screen[None]):
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
         self.waiting_jobs = len(table.waiting)
+        states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
+        self.activity_counts = dict(Counter(states.values()))
+        sessions = self.query_one("#sessions", SessionsPanel)
         if delta.sessions is not None:
-            self.query_one("#sessions", SessionsPanel).show_sessions(delta.sessions)
+            sessions.show_sessions(delta.sessions, states)
+        elif states != sessions.job_states:  # a job's glyph there changed
+            sessions.job_states = states
+            sessions.restyle()
         self.query_one("#events", EventStream).add_events(delta.events)
         self.first_delta_applied = True
         if announce:  # the jobs waiting at startup are counted in the header, not toasted

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
+from textual.app import App
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -17,7 +18,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from app.tui.safe_text import as_text, visible
 from app.tui.source import JobRow, row_order
-from app.tui.widgets.theme import STATUS_COLOURS, theme_style
+from app.tui.widgets.theme import look_of, look_style, theme_style
 
 COLUMNS = (
     ("job_id", "job"),
@@ -33,6 +34,8 @@ COLUMNS = (
 # after it off screen, and progress, last, has the room the others leave.
 SESSION_CELLS = 24
 PROGRESS_CELLS = 60
+# Words that find a job waiting for a person, besides what its cells show.
+NEEDS_YOU = ("waiting", "needs you", "needs y/N", "question", "permission")
 RENDER_CACHE_ROWS = 200  # rows' renders kept: a few screenfuls (see _size_render_caches)
 
 
@@ -49,6 +52,11 @@ def format_age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def state_text(app: App[object], state: str) -> Text:
+    """`● working`, `⚠ waiting`, `✓ completed`: a job's state with its glyph and colour."""
+    return Text(f"{look_of(state).glyph} {visible(state)}", style=look_style(app, state), end="")
 
 
 def _plain(value: str) -> Text:
@@ -69,12 +77,17 @@ def _clipped(text: str, cells: int) -> str:
 
 
 def matches(job: JobRow, filter_text: str) -> bool:
-    """Whether a job passes the `/` filter (case-insensitive substring of any field)."""
+    """Whether a job passes the `/` filter: a case-insensitive substring of any field or
+    of any word that describes its state, shown or not (`running` finds a job shown as
+    `working`; `waiting`, `needs` and `needs you` find those waiting for an answer)."""
     if not filter_text:
         return True
     needle = filter_text.lower()
-    fields = (job.job_id, job.status, job.agent, job.agent_session, job.last_event or "")
-    return any(needle in field.lower() for field in (*fields, job.progress_detail))
+    fields = [job.job_id, job.status, job.state, job.agent, job.agent_session]
+    fields += [job.last_event or "", job.progress_detail, job.question]
+    if job.waiting_permission:
+        fields += NEEDS_YOU
+    return any(needle in field.lower() for field in fields)
 
 
 class JobsTable(DataTable[object]):
@@ -123,6 +136,23 @@ class JobsTable(DataTable[object]):
         for cache in (self._row_render_cache, self._row_renderable_cache, self._line_cache):
             cache.maxsize = RENDER_CACHE_ROWS
 
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.restyle())
+
+    def restyle(self) -> None:
+        """Draw every row again in the current theme's colours: cells are styled
+        Text, made once, which a theme change would otherwise leave as they were
+        (dark-theme colours on a light background)."""
+        with self.app.batch_update():
+            for job_id in list(self._shown):
+                # every cell: Text equality ignores a Text's own style, so _show would
+                # find the cells unchanged
+                cells = self._cells(self.jobs[job_id])
+                self._shown[job_id] = cells
+                columns = {column: cell for (column, _), cell in zip(COLUMNS, cells, strict=True)}
+                self._changed_cells[job_id] = columns
+            self._flush_cells()
+
     @property
     def selected_job_id(self) -> str | None:
         if not self.row_count:
@@ -134,7 +164,6 @@ class JobsTable(DataTable[object]):
         return str(key.value)
 
     def _cells(self, job: JobRow) -> tuple[object, ...]:
-        status_style = theme_style(self.app, STATUS_COLOURS.get(job.status, "foreground"))
         age = format_age((self.now - job.created_at).total_seconds()) if self.now else ""
         last_event: object = job.last_event or ""
         if job.waiting_permission:
@@ -144,7 +173,7 @@ class JobsTable(DataTable[object]):
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
         return (
             _plain(job.job_id),
-            as_text(job.status, style=status_style),
+            state_text(self.app, job.state),
             _plain(job.agent),
             _plain(_clipped(job.agent_session, SESSION_CELLS)),
             _plain(age),
