@@ -253,7 +253,7 @@ async def main(out_dir: Path) -> None:
         try:
             shots = {
                 "main": (),
-                "job_detail": ("down", "enter"),  # job 1, below the one waiting for y/N
+                "job_detail": ("down", "d"),  # job 1, below the one waiting for y/N
                 "help": ("question_mark",),
                 "cancel_confirm": ("c",),
                 "history": ("h",),

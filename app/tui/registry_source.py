@@ -8,6 +8,7 @@ instead of a crash before it starts.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sqlite3
@@ -17,13 +18,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from shutil import which
 from typing import TYPE_CHECKING, Any, cast
 
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
+from app.agents import built_in_adapters
 from app.orchestration import Orchestrator
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
+from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
 from app.tui.source import (
@@ -471,6 +475,17 @@ class RegistrySource:
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id
+
+    def installed_agents(self) -> list[str]:
+        kinds = [a.kind for a in built_in_adapters() if a.kind != "demo" and which(a.executable)]
+        return [*kinds, "demo"]
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        return self.orchestrator.attach_command(job_id)
+
+    def send_input(self, job_id: str, text: str) -> int:
+        by = f"{getpass.getuser()} (control room)"
+        return self.orchestrator.send_input(job_id, text, by=by)
 
     def open_control_room_split(self, job_id: str) -> str:
         self.orchestrator.control_room_split(job_id)

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
@@ -192,6 +193,20 @@ class ControlRoomSource(Protocol):
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         """Register a job and start its agent pane; returns the new job_id."""
+        ...
+
+    def installed_agents(self) -> list[str]:
+        """The agent kinds this machine can start (their CLI is on PATH), the demo last."""
+        ...
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        """The tmux command that shows the job's agent pane to the person at this
+        terminal (attach, switch client, or nested: app/tmux/attach.py)."""
+        ...
+
+    def send_input(self, job_id: str, text: str) -> int:
+        """Paste `text` into the job's agent pane and submit it, recorded as an `input`
+        event (as `orchestrate send`); returns the characters sent."""
         ...
 
     def open_control_room_split(self, job_id: str) -> str:

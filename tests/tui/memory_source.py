@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from app.orchestration.errors import AgentNotStarted
+from app.tmux.attach import AttachCommand
 from app.tui.source import (
     JOB_STATUSES,
     Delta,
@@ -45,6 +47,7 @@ class InMemorySource:
         self.removed: list[tuple[int, str]] = []  # (bus seq at removal, job_id)
         self.changed_at: dict[str, int] = {}  # job_id -> bus seq of its last change
         self.broker_state: Any = "none"
+        self.inputs: list[tuple[str, str]] = []  # (job_id, text) sent to agents
         self.seq = 0
         self.lock = threading.RLock()
 
@@ -188,6 +191,21 @@ class InMemorySource:
             self.seq += 1
             self.add_job(JobRow(job_id, "pending", agent, agent_session, now, now), prompt)
             return job_id
+
+    def installed_agents(self) -> list[str]:
+        return ["codex", "demo"]
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        if self._job(job_id).status != "running":
+            raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
+        argv = ["tmux", "-L", "orchestrate-test", "attach-session", "-t", "%1"]
+        return AttachCommand(argv, switches_client=False)
+
+    def send_input(self, job_id: str, text: str) -> int:
+        with self.lock:
+            self.inputs.append((job_id, text))
+            self.emit(job_id, "input", f"{len(text)} characters from the control room")
+        return len(text)
 
     def open_control_room_split(self, job_id: str) -> str:
         self._job(job_id)

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.tui.commands import COMMANDS, command_named
+from app.tui.commands import COMMANDS, command_named, commands_starting
 from app.tui.mailbox import DeltaMailbox
 from app.tui.source import Delta, EventRow, JobRow, Snapshot
 
@@ -62,7 +62,12 @@ def test_command_names_and_prefixes() -> None:
     assert command_named("cancel") is not None
     assert command_named(":hist").name == "history"  # type: ignore[union-attr]
     assert command_named("re").name == "resume"  # type: ignore[union-attr]
-    assert command_named("n") is None  # new / no: ambiguous
+    assert command_named("n") is next(c for c in COMMANDS if c.key == "n")  # its key wins
+    assert command_named(":h").name == "history"  # type: ignore[union-attr]  # h: history, not help
+    assert command_named("he").name == "help"  # type: ignore[union-attr]
+    assert command_named(":S").name == "stop"  # type: ignore[union-attr]  # keys are case-sensitive
+    assert commands_starting("hi") == ["history"]
+    assert set(commands_starting("h")) == {"history", "help"}
     assert command_named("bogus") is None
     assert len({c.key for c in COMMANDS}) == len(COMMANDS)  # no key bound twice
 

@@ -18,7 +18,7 @@ Snap = Callable[..., bool]
 
 async def _detail(pilot: Pilot[Any]) -> None:
     await loaded(pilot)
-    await pilot.press("down", "enter")  # 3fa2c1d0, below the job waiting for an answer
+    await pilot.press("down", "d")  # 3fa2c1d0, below the job waiting for an answer
     screen = pilot.app.screen
     await wait_until(pilot, lambda: getattr(screen, "detail", None) is not None)
     tail = screen.query_one("#detail-tail")

@@ -17,7 +17,7 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
-from app.tui.commands import COMMANDS, command_named
+from app.tui.commands import COMMANDS, command_named, commands_starting
 from app.tui.safe_text import as_text
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
@@ -78,7 +78,7 @@ class MainScreen(Screen[None]):
             id="command",
             suggester=SuggestFromList([command.name for command in COMMANDS]),
         )
-        yield Footer()
+        yield Footer(compact=True)
 
     def __init__(self) -> None:
         super().__init__()
@@ -236,9 +236,14 @@ class MainScreen(Screen[None]):
             return
         command = command_named(event.value)
         if command is None:
-            self.notify(
-                f"No command {event.value.strip()!r}: press ? for the list", severity="error"
-            )
+            typed = event.value.strip()
+            could_be = commands_starting(typed)
+            if len(could_be) > 1:
+                self.notify(
+                    f":{typed.lstrip(':')} could be {', '.join(could_be)}", severity="error"
+                )
+            else:
+                self.notify(f"No command {typed!r}: press ? for the list", severity="error")
             return
         await self.app.run_action(command.action)
 
@@ -251,4 +256,6 @@ class MainScreen(Screen[None]):
 
     @on(DataTable.RowSelected, "#jobs")
     async def _row_chosen(self) -> None:
+        """A click on the highlighted row opens the job's page (enter steps into the
+        agent: JobsTable's own binding)."""
         await self.app.run_action("open_job")

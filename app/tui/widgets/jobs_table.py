@@ -9,6 +9,7 @@ from typing import Any
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.app import App
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -16,8 +17,10 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
+from app.tui.commands import NAVIGATION_BINDINGS
 from app.tui.safe_text import as_text, visible
-from app.tui.source import JobRow, row_order
+from app.tui.source import JobRow
+from app.tui.widgets.job_order import DEFAULT_ORDER, SORT_BY_KEY, order_key
 from app.tui.widgets.theme import look_of, look_style, theme_style
 
 COLUMNS = (
@@ -102,6 +105,9 @@ class JobsTable(DataTable[object]):
     JobsTable > .jobs-table--empty { color: $text-muted; text-style: italic; }
     """
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"jobs-table--empty"}
+    # enter steps into the agent (DataTable's enter would select the row: that is left
+    # to a click on the highlighted row, which opens the job's page)
+    BINDINGS = [Binding("enter", "app.attach_job", show=False), *NAVIGATION_BINDINGS]
 
     filter_text: reactive[str] = reactive("")
     """The `/` filter; rows not matching it are removed from the view."""
@@ -116,8 +122,10 @@ class JobsTable(DataTable[object]):
         self.jobs: dict[str, JobRow] = {}
         self.now: datetime | None = None
         self._shown: dict[str, tuple[object, ...]] = {}  # row key -> cells as last drawn
-        self._orders: dict[str, tuple[int, float, str]] = {}  # row key -> its row_order
-        self._last_order: tuple[int, float, str] | None = None  # the bottom row's, at most
+        self._orders: dict[str, Any] = {}  # row key -> its order_key
+        self._last_order: Any = None  # the bottom row's, at most
+        self.sort_column = DEFAULT_ORDER  # a column key, or the default order (live first)
+        self.sort_reverse = False
         self.waiting: set[str] = set()  # jobs waiting for a permission answer
         self._changed_cells: dict[str, dict[str, object]] = {}  # row -> column -> value
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
@@ -280,7 +288,7 @@ class JobsTable(DataTable[object]):
                 else:
                     self.waiting.discard(job.job_id)
                 if matches(job, self.filter_text):
-                    order = row_order(job)
+                    order = order_key(job, self.sort_column, self.sort_reverse)
                     previous = self._orders.get(job.job_id)
                     if previous is None:  # a new row is appended: fine below the last one
                         out_of_order |= self._last_order is not None and order < self._last_order
@@ -298,11 +306,38 @@ class JobsTable(DataTable[object]):
         self.describe()
 
     def _sort_rows(self, selected: str | None) -> None:
-        """Put every row back in `row_order`, the cursor staying on the job it was on."""
+        """Put every row back in order, the cursor staying on the job it was on, and in
+        view: a job that moved (it finished, it started waiting) took the highlight out
+        of sight, far down a long table."""
         self.sort("job_id", key=lambda cell: self._orders[str(cell)])
         self._last_order = max(self._orders.values(), default=None)
         if selected is not None and selected in self._shown:
-            self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=False)
+            self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=True)
+
+    def sort_by(self, column: str | None) -> None:
+        """Order the rows by `column` (a key of SORT_COLUMNS; the same column again
+        reverses it), by the default order for "", or leave them for None."""
+        if column is None:
+            return
+        self.sort_reverse = column == self.sort_column and column != "" and not self.sort_reverse
+        self.sort_column = column
+        for key, label in COLUMNS:
+            marker = (" ▼" if self.sort_reverse else " ▲") if key == column else ""
+            self.columns[ColumnKey(key)].label = Text(label + marker)
+        selected = self.selected_job_id
+        for job_id in self._orders:
+            self._orders[job_id] = order_key(self.jobs[job_id], column, self.sort_reverse)
+        if self._orders:
+            self._sort_rows(selected)
+        self._require_update_dimensions = True
+        self.refresh()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it (again: the other way round)."""
+        event.stop()
+        key = str(event.column_key.value)
+        if key in SORT_BY_KEY:
+            self.sort_by(key)
 
     def describe(self) -> None:
         """The border's "N of M" and, with no row shown, what the table area says."""

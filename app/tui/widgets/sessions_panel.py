@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from rich.text import Text
 from textual.widgets import DataTable
 
+from app.tui.commands import NAVIGATION_BINDINGS
 from app.tui.safe_text import as_text, visible
 from app.tui.source import SessionRow
 from app.tui.widgets.theme import LIVENESS_COLOURS, look_of, look_style, theme_style
@@ -28,6 +29,7 @@ class SessionsPanel(DataTable[object]):
     DEFAULT_CSS = """
     SessionsPanel { background: $surface; }
     """
+    BINDINGS = NAVIGATION_BINDINGS
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", **kwargs)  # type: ignore[arg-type]
