@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
@@ -282,7 +283,10 @@ class ControlRoomApp(App[None]):
             return
         delta = self._mailbox.take()
         if delta is not None:
-            self.main.apply_delta(delta, self.clock())
+            try:
+                self.main.apply_delta(delta, self.clock())
+            except NoMatches:  # the app is closing: its screen's widgets are being removed
+                return
             self.polls_applied += 1
             if self.polls_applied == 1:  # once its rows are on screen
                 self.call_after_refresh(self._freeze_startup_heap)
