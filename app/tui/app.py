@@ -383,6 +383,8 @@ class ControlRoomApp(App[None]):
         selects_jobs = hasattr(type(self.screen), "selected_job_id")
         if action == "history" and isinstance(self.screen, HistoryScreen):
             return False  # h on the History screen itself: nothing to do, not in its footer
+        if action in {"open_job", "sort"} and not isinstance(self.screen, MainScreen):
+            return False  # a job's page, sorting: from the jobs table only
         return selects_jobs or action not in JOB_ACTIONS
 
     def _selected_job(self) -> str | None:

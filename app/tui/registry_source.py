@@ -399,7 +399,8 @@ class RegistrySource:
         job = registry.get(job_id)
         why = registry.why(job_id)
         reviews = self.review_service.flow.reviews
-        if reviews.find(job_id) is not None:
+        review = reviews.find(job_id)
+        if review is not None:
             why += f"\nreview: {reviews.why(job_id)}"
         rows = self._rows(
             "SELECT seq, ts_ms, type, payload FROM messages WHERE correlation_id = ? "
@@ -427,6 +428,8 @@ class RegistrySource:
             timeline=timeline,
             missing_seqs=expand_missing(job.missing_seqs),
             pane_log_path=self.pane_log_path(job_id),
+            worktree=review.worktree if review is not None else None,
+            branch=review.branch if review is not None else None,
         )
 
     def pane_log_path(self, job_id: str) -> Path:

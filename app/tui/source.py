@@ -119,6 +119,9 @@ class JobDetail:
     timeline: list[EventRow] = field(default_factory=list)
     missing_seqs: list[int] = field(default_factory=list)
     pane_log_path: Path | None = None
+    worktree: str | None = None
+    """The job's own git work tree, for a job run in one (and its branch, below)."""
+    branch: str | None = None
 
     @property
     def job_id(self) -> str:

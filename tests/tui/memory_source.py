@@ -138,7 +138,7 @@ class InMemorySource:
             timeline = [event for _, event in self.events if event.job_id == job_id]
             seqs = [event.seq for event in timeline]
             missing = sorted(set(range(seqs[0], seqs[-1] + 1)) - set(seqs)) if seqs else []
-            record = {
+            record: dict[str, Any] = {
                 "job_id": job.job_id,
                 "status": job.status,
                 "agent": job.agent,
@@ -147,7 +147,16 @@ class InMemorySource:
                 "created_at": job.created_at.isoformat(),
                 "updated_at": job.updated_at.isoformat(),
                 "last_seq": seqs[-1] if seqs else 0,
+                "last_event": job.last_event,
+                "timeout_sec": 3600,
+                "idle_timeout_sec": 120,
             }
+            if job.status == "running":
+                record["activity"] = {
+                    "activity": job.state,
+                    "source": "hook",
+                    "since": job.updated_at.isoformat(),
+                }
             why = f"{job.status}: last event {job.last_event or 'none'}"
             if job.waiting_permission:
                 why = "running: waiting for a yes/no answer to permission_required"
