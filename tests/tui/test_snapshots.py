@@ -67,3 +67,14 @@ def test_history_not_built(
 ) -> None:
     """Before any build (an empty ORCHESTRATE_HOME) the History screen says how to build."""
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=_history_not_built)
+
+
+def test_attach_hint(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    """The first enter: the way back (ctrl+q) before the terminal is handed to tmux."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("enter"))
+
+
+def test_talk_box(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    """i on the working job below the waiting one: the prompt box, a message typed."""
+    keys = ("down", "i", *"also update the changelog")
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after(*keys))

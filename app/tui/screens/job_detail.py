@@ -224,6 +224,8 @@ class JobDetailScreen(Screen[None]):
                                   f"({source})" if source else "",
                                   f"— {about}" if about else "") if part
             ))  # fmt: skip
+        if page:
+            page.append("\n")
         page.append("prompt\n", muted)
         prompt = str(record.get("prompt") or "")
         shown = prompt if len(prompt) <= PROMPT_SHOWN else prompt[:PROMPT_SHOWN] + "…"

@@ -130,7 +130,9 @@ class MainScreen(Screen[None]):
         )
 
     def refresh_ages(self, now: datetime) -> None:
-        self.query_one("#jobs", JobsTable).refresh_ages(now)
+        table = self._composed("#jobs", JobsTable)
+        if table is not None:  # None while the app closes (a timer may still fire)
+            table.refresh_ages(now)
 
     # -- what actions apply to ------------------------------------------
     # A key pressed at startup can ask these before the screen is composed: nothing is

@@ -14,11 +14,11 @@ from app.tui.widgets.theme import LIVENESS_COLOURS, look_of, look_style, theme_s
 
 COLUMNS = (
     ("label", "session"),
+    ("job", "jobs"),  # second: what runs there matters more than the tmux details after it
     ("state", "state"),
     ("tmux", "tmux"),
     ("liveness", "liveness"),
     ("heartbeat", "beat"),
-    ("job", "jobs"),
 )
 JOBS_SHOWN = 3  # per session; more are counted (`+2`)
 
@@ -52,11 +52,11 @@ class SessionsPanel(DataTable[object]):
         # Text cells: DataTable parses a str cell as markup, and a label is data
         return (
             as_text(session.label),
+            self._jobs_cell(session),
             as_text(session.state),
             Text("alive" if session.tmux_alive else "gone"),
             liveness,
             Text(age),
-            self._jobs_cell(session),
         )
 
     def _jobs_cell(self, session: SessionRow) -> Text:
