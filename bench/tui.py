@@ -200,7 +200,8 @@ def preview_jobs(state_dir: Path, count: int) -> list[str]:
     from registry.jobs import Registry
 
     registry = Registry.open(state_dir, audited=False)
-    jobs = [job.job_id for job in registry.list(status="pending")][:count]
+    live = [job.job_id for job in registry.list(status="pending")]
+    jobs = (live + [job.job_id for job in registry.list(status="running")])[:count]
     for job_id in jobs:
         log = state_dir / "logs" / job_id / "pane.log"
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from fake_source import FakeSource, fixed_clock
 from memory_source import FIXED_NOW
 from textual.command import CommandList, CommandPalette
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 from tui_helpers import loaded, notices, select, wait_until
 
 from app.tui.app import ControlRoomApp
@@ -148,9 +148,16 @@ async def test_d_opens_the_job_page(fake: FakeSource) -> None:
 
 
 async def test_j_k_g_G_move_the_cursor(fake: FakeSource) -> None:
+    """vim's keys move in the jobs table, and the help lists them."""
     app = app_with(fake, Terminal())
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
+        await pilot.press("question_mark")
+        keys = app.screen.query_one("#keys", DataTable)
+        assert [str(keys.get_row(f"move.{key}")[1]) for key in "jkgG"] == [
+            "down", "up", "first", "last"
+        ]  # fmt: skip
+        await pilot.press("escape")
         table = app.main.query_one(JobsTable)
         assert table.cursor_row == 0
         await pilot.press("j", "j")

@@ -149,3 +149,30 @@ async def test_t_on_a_running_job_without_a_pane_leaves_it_running(
     after = orch.registry.get(job.job_id)
     assert (after.status, after.activity) != ("running", "interrupted")
     assert after.status == "running"
+
+
+def test_inside_orchestrates_own_tmux_enter_switches_the_client_and_ctrl_q_back(
+    state_dir: Path, tmux_socket: str, outer: str
+) -> None:
+    """The control room runs in a session of orchestrate's own tmux server, a person's
+    client attached to it: enter switches that client to the agent's pane (the app
+    keeps running), ctrl+q switches it back to the control room's session."""
+    orch: Any = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    agent = ["sh", "-c", "echo switched-into-$0; exec sleep 600", "{prompt}"]
+    job = orch.submit("agent", "custom", "sw-1", agent_cmd=agent)
+    watch = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "watch"]
+    command = shlex.join(["env", f"ORCHESTRATE_TMUX_SOCKET={tmux_socket}", *watch])
+    cwd = str(Path(__file__).resolve().parents[2])
+    tmux(
+        tmux_socket, "new-session", "-d", "-s", "room", "-x", "100", "-y", "30", "-c", cwd, command
+    )
+    client = shlex.join(["env", "-u", "TMUX", "tmux", "-L", tmux_socket, "attach", "-t", "=room"])
+    tmux(outer, "new-session", "-d", "-s", "person", "-x", "100", "-y", "30", client)
+    wait_screen(outer, lambda s: job.job_id in s and "i Talk" in s, "the control room")
+    tmux(outer, "send-keys", "-t", "person", "Enter")
+    wait_screen(outer, lambda s: "ctrl+q" in s, "the attach hint")
+    tmux(outer, "send-keys", "-t", "person", "Enter")
+    wait_screen(outer, lambda s: "switched-into-agent" in s, "the agent's session")
+    tmux(outer, "send-keys", "-t", "person", "C-q")
+    wait_screen(outer, lambda s: job.job_id in s and "i Talk" in s, "the control room again")
+    assert "room" in tmux(tmux_socket, "list-clients", "-F", "#{client_session}")
