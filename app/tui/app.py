@@ -139,7 +139,7 @@ class ControlRoomApp(App[None]):
         self._mailbox = DeltaMailbox()
         self.take_terminal = take_terminal or self._suspended
         self.attach_hint_shown = False  # the first attach of a run explains the return key
-        self.installed_agents: list[str] | None = None  # agent kinds on PATH (read at start)
+        self.installed_agents: list[str] | None = None  # agent kinds on PATH (read once)
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
@@ -197,7 +197,6 @@ class ControlRoomApp(App[None]):
             self.source.start()
         except SOURCE_ERRORS as error:  # the poller reports the same failure
             self.post_message(self.SourceFailed(error))
-        self.installed_agents = self.source.installed_agents()
         if self.demo_agents:
             count = self.demo_agents
             self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
@@ -492,7 +491,31 @@ class ControlRoomApp(App[None]):
         elif job_id := self._selected_job():
             self.push_screen(ReviewScreen(service, job_id))
 
+    class AgentsFound(Message):
+        """The agent kinds installed here, looked up for the New-job dialog."""
+
+        def __init__(self, kinds: list[str]) -> None:
+            super().__init__()
+            self.kinds = kinds
+
     def action_new_job(self) -> None:
+        """The New-job dialog, its agent defaulting to one installed here: looked up
+        (PATH, the adapters) in a worker the first time, not at start, where its
+        imports slowed the first paint; the open dialog is told when they are known."""
+        if self.installed_agents is None:
+            self._find_agents()
+        self._new_job_dialog()
+
+    @work(thread=True, exclusive=True, group="agents", description="Finding installed agents")
+    def _find_agents(self) -> None:
+        self.post_message(self.AgentsFound(self.source.installed_agents()))
+
+    def on_control_room_app_agents_found(self, message: AgentsFound) -> None:
+        self.installed_agents = message.kinds
+        if isinstance(self.screen, NewJobScreen):  # opened before they were known
+            self.screen.show_installed(message.kinds)
+
+    def _new_job_dialog(self) -> None:
         labels = self.main.session_labels
         default = getattr(self.screen, "selected_session", None) or (labels[0] if labels else "")
 

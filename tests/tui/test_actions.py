@@ -148,6 +148,8 @@ async def test_new_job_modal_submits(make_app: AppFactory, fake: FakeSource) -> 
         select(app, "7b0e99a1")  # session beta becomes the default
         await pilot.press("n")
         assert isinstance(app.screen, NewJobScreen)
+        installed = app.screen.query_one("#installed")
+        await wait_until(pilot, lambda: "installed here" in str(installed.render()))
         await pilot.press(*"fix the flaky test")
         await pilot.click("#submit")
         expected = ("submit", "fix the flaky test", "codex", "beta")  # installed

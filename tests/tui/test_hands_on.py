@@ -261,12 +261,14 @@ async def test_the_new_job_dialog_defaults_to_an_installed_agent(fake: FakeSourc
     app = app_with(fake, Terminal())
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
-        await wait_until(pilot, lambda: app.installed_agents is not None)
         await pilot.press("n")
         screen = app.screen
-        assert isinstance(screen, NewJobScreen)
+        assert isinstance(screen, NewJobScreen)  # at once; the agents are found meanwhile
+        installed = screen.query_one("#installed")
+        await wait_until(pilot, lambda: str(installed.render()) == "installed here: codex, demo")
         assert screen.query_one("#agent", Input).value == "codex"
-        assert str(screen.query_one("#installed").render()) == "installed here: codex, demo"
+        await pilot.press("escape", "n")  # the second time: known at once
+        assert app.screen.query_one("#agent", Input).value == "codex"
     assert NewJobScreen(installed=["demo"]).default_agent == "demo"
 
 

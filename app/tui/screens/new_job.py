@@ -64,8 +64,7 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
             yield Label("[b]New job[/b]")
             yield Input(placeholder="What should the agent do?", id="prompt")
             yield Input(self.default_agent, placeholder="agent (claude, codex…)", id="agent")
-            if self.installed is not None:
-                yield Label(Text(f"installed here: {', '.join(self.installed)}"), id="installed")
+            yield Label(self._installed_text(), id="installed")
             yield Input(
                 self.default_session,
                 placeholder="agent session label",
@@ -76,6 +75,20 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Submit", id="submit", variant="primary")
+
+    def _installed_text(self) -> Text:
+        if self.installed is None:
+            return Text("looking for installed agents…")
+        return Text(f"installed here: {', '.join(self.installed)}")
+
+    def show_installed(self, installed: list[str]) -> None:
+        """The installed agents, found after the dialog opened: the default agent
+        follows unless the person has typed one."""
+        agent = self.query_one("#agent", Input)
+        if agent.value == self.default_agent and installed:
+            self.default_agent = agent.value = installed[0]
+        self.installed = installed
+        self.query_one("#installed", Label).update(self._installed_text())
 
     def on_mount(self) -> None:
         self.query_one("#prompt", Input).focus()
