@@ -306,13 +306,11 @@ class JobsTable(DataTable[object]):
         self.describe()
 
     def _sort_rows(self, selected: str | None) -> None:
-        """Put every row back in order, the cursor staying on the job it was on, and in
-        view: a job that moved (it finished, it started waiting) took the highlight out
-        of sight, far down a long table."""
+        """Put every row back in order, the cursor staying on the job it was on."""
         self.sort("job_id", key=lambda cell: self._orders[str(cell)])
         self._last_order = max(self._orders.values(), default=None)
         if selected is not None and selected in self._shown:
-            self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=True)
+            self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=False)
 
     def sort_by(self, column: str | None) -> None:
         """Order the rows by `column` (a key of SORT_COLUMNS; the same column again
