@@ -609,7 +609,13 @@ class ControlRoomApp(App[None]):
             elif (job_id := self._selected_job()) and self.main.want_log(job_id):
                 self._find_log(job_id)
 
-    @work(thread=True, exit_on_error=False, description="Finding the pane log")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="find-log",
+        description="Finding the pane log",
+    )
     def _find_log(self, job_id: str) -> None:
         self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
 

@@ -23,7 +23,7 @@ from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
-from app.tui.widgets.pane_tail import PaneTail
+from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
 
 W = TypeVar("W", bound=Widget)
@@ -68,7 +68,7 @@ class MainScreen(Screen[None]):
         yield JobsTable(id="jobs").data_bind(
             filter_text=MainScreen.job_filter, problem=MainScreen.problem
         )
-        yield PaneTail(id="log-tail")
+        yield PaneTail(id="log-tail", replay_bytes=PREVIEW_BYTES)
         with Horizontal(id="bottom"):
             yield EventStream(id="events")
             yield SessionsPanel(id="sessions")
