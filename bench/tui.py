@@ -23,6 +23,10 @@ Each case runs in its own subprocess (so `ru_maxrss` is that case's peak):
   apply (`publish->frame drawn`, measured with `call_after_refresh`). The second
   includes rendering; both count every event, also those whose row is scrolled
   out of view (the 100 live jobs sit at the top of the table, above the finished).
+  Meanwhile `--preview` (10) of the live jobs print into their pane logs (20 coloured
+  lines a second each, from another process), the live preview (the `l` split) is open
+  and the cursor moves to the next of them every 0.5 s, so the preview re-reads and
+  re-renders a pane through the terminal emulator; its redraws per second are counted.
 """
 
 from __future__ import annotations
@@ -186,9 +190,44 @@ async def paint_control_room(state_dir: Path) -> dict[str, float]:
         return {"paint_s": first - start, "data_s": with_rows - start}
 
 
-async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
+PANE_LINE = (
+    "\x1b[32m✓\x1b[0m step {n}: \x1b[1mediting\x1b[0m src/module_{n}.py \x1b[2m(12 lines)\x1b[0m\n"
+)
+
+
+def preview_jobs(state_dir: Path, count: int) -> list[str]:
+    """The first `count` live jobs, each given a pane log for the preview to follow."""
+    from registry.jobs import Registry
+
+    registry = Registry.open(state_dir, audited=False)
+    live = [job.job_id for job in registry.list(status="pending")]
+    jobs = (live + [job.job_id for job in registry.list(status="running")])[:count]
+    for job_id in jobs:
+        log = state_dir / "logs" / job_id / "pane.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(PANE_LINE.format(n=n) for n in range(500)))
+    return jobs
+
+
+def write_panes(state_dir: Path, job_ids: list[str], seconds: float) -> None:
+    """Agents printing: each pane log grows by 20 coloured lines a second."""
+    logs = [(state_dir / "logs" / job_id / "pane.log").open("a") for job_id in job_ids]
+    deadline = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < deadline:
+        for log in logs:
+            log.write(PANE_LINE.format(n=n))
+            log.flush()
+        n += 1
+        time.sleep(0.05)
+
+
+async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) -> dict[str, Any]:
+    from app.tui.widgets.jobs_table import JobsTable
+    from app.tui.widgets.pane_tail import PaneTail
     from bus.db import now_ms
 
+    preview = preview_jobs(state_dir, previewed)
     app = control_room(state_dir)
     latencies: list[float] = []  # publish -> row in the DataTable's data
     painted: list[float] = []  # publish -> first frame drawn after that
@@ -212,17 +251,38 @@ async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
         app.call_after_refresh(drawn)  # runs once the compositor has drawn the frame
 
     app.main.apply_delta = timed_apply  # type: ignore[method-assign]
+    renders: list[float] = []  # when the preview drew a new screen of its pane
+    tail_shown = PaneTail._show
+
+    def counted_show(tail: PaneTail, lines: Any, width: int) -> None:
+        if lines and tail.id == "log-tail":
+            renders.append(time.monotonic())
+        tail_shown(tail, lines, width)
+
+    PaneTail._show = counted_show  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         while not app.polls_applied:
             await pilot.pause(0.05)
+        table = app.main.query_one("#jobs", JobsTable)
+        if preview:  # the live preview open, on one of the printing agents
+            table.move_cursor(row=table.get_row_index(preview[0]))
+            await pilot.press("l")
         started_ms = now_ms()
+        writer = subprocess.Popen(
+            [sys.executable, __file__, "_panes", str(state_dir), str(seconds), *preview]
+        )
         publisher = subprocess.Popen(
             [sys.executable, __file__, "_publish", str(state_dir), str(rate), str(seconds)],
             stdout=subprocess.PIPE,
             text=True,
         )
+        moves = 0
         while publisher.poll() is None:
-            await pilot.pause(0.1)
+            await pilot.pause(0.5)
+            if preview:  # the person looks at each printing agent in turn
+                moves += 1
+                table.move_cursor(row=table.get_row_index(preview[moves % len(preview)]))
+        writer.wait()
         sent = json.loads(publisher.stdout.read())  # type: ignore[union-attr]
         deadline = time.monotonic() + 10
         while len(painted) < sent["events"] and time.monotonic() < deadline:
@@ -241,7 +301,21 @@ async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
         "max_ms": latencies[-1] if latencies else float("nan"),
         "caught_up_ms": caught_up_ms,
         "rss_mb": peak_rss_mb(),
+        "previewed": len(preview),
+        "preview_moves": moves,
+        "preview_max_per_s": _max_per_second(renders),
+        "preview_renders": len(renders),
     }
+
+
+def _max_per_second(times: list[float]) -> int:
+    """The most preview redraws in any one-second window."""
+    best, start = 0, 0
+    for end, at in enumerate(times):
+        while at - times[start] >= 1.0:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
 
 
 def publish(state_dir: Path, rate: int, seconds: float) -> None:
@@ -269,12 +343,15 @@ def child(argv: list[str]) -> None:
     if case == "_publish":
         publish(state, int(argv[2]), float(argv[3]))
         return
+    if case == "_panes":
+        write_panes(state, argv[3:], float(argv[2]))
+        return
     if case == "_minimal":
         result: dict[str, Any] = {"paint_s": asyncio.run(paint_minimal())}
     elif case == "_control":
         result = asyncio.run(paint_control_room(state))
     else:
-        result = asyncio.run(latency(state, int(argv[2]), float(argv[3])))
+        result = asyncio.run(latency(state, int(argv[2]), float(argv[3]), int(argv[4])))
     result.setdefault("rss_mb", peak_rss_mb())
     print(json.dumps(result))
 
@@ -297,6 +374,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--state", type=Path, help="reuse (or build into) this state dir")
     parser.add_argument("--repeat", type=int, default=3, help="paint runs per app (median)")
+    parser.add_argument(
+        "--preview", type=int, default=10, help="agents printing into their panes, previewed"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         state = args.state or Path(scratch) / "state"
@@ -309,7 +389,9 @@ def main() -> None:
             )
         minimal = [run_child("_minimal") for _ in range(args.repeat)]
         control = [run_child("_control", str(state)) for _ in range(args.repeat)]
-        live = run_child("_latency", str(state), str(args.rate), str(args.seconds))
+        live = run_child(
+            "_latency", str(state), str(args.rate), str(args.seconds), str(args.preview)
+        )
     paint_min = statistics.median(r["paint_s"] for r in minimal) * 1000
     paint_ctl = statistics.median(r["paint_s"] for r in control) * 1000
     data_ctl = statistics.median(r["data_s"] for r in control) * 1000
@@ -335,6 +417,18 @@ def main() -> None:
             f"{live['sent']:,} / {live['seen']:,}",
             "",
             f"publisher achieved {live['achieved_rate']:.0f} ev/s",
+        ),
+        (
+            "panes previewed (live preview moved)",
+            f"{live['previewed']} ({live['preview_moves']}x)",
+            "",
+            "each pane +20 coloured lines/s",
+        ),
+        (
+            "preview redraws (max in 1 s)",
+            f"{live['preview_renders']} ({live['preview_max_per_s']})",
+            "",
+            "target <= 10 a second",
         ),
         ("publish->row p50 (ms)", f"{live['p50_ms']:.0f}", "", ""),
         ("publish->row p99 (ms)", f"{live['p99_ms']:.0f}", "", "target <= 100 ms"),

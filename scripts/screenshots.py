@@ -159,6 +159,8 @@ def build_state(state_dir: Path, clock: PinnedClock) -> None:
                 registry.publish(job.job_id, event, detail)
         gap_job = job_ids[5]  # two events never arrived: seq 3 and 4
         registry.record_event(build_event(gap_job, 5, "progress", "step 5 of 5: refactor", {}))
+        idle = {"activity": "idle", "source": "hook:codex:Stop"}  # its turn is done
+        registry.publish(gap_job, "activity", "turn done", idle)
         registry.cancel(job_ids[4])
         sessions.stop("delta", "graceful")
         now = clock.ms
@@ -253,7 +255,8 @@ async def main(out_dir: Path) -> None:
         try:
             shots = {
                 "main": (),
-                "job_detail": ("down", "enter"),  # job 1, below the one waiting for y/N
+                "job_detail": ("down", "d"),  # job 1, below the one waiting for y/N
+                "attach_hint": ("enter",),  # on the job waiting for y/N, at the top
                 "help": ("question_mark",),
                 "cancel_confirm": ("c",),
                 "history": ("h",),

@@ -1,5 +1,5 @@
 """`orchestrate send --job ID TEXT` and `orchestrate attach --job ID`: talk to an agent,
-or step into its pane (tmux's detach, prefix d, brings you back)."""
+or step into its pane (ctrl+q, or tmux's detach prefix d, brings you back)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def send(settings: Settings, job_id: str, text: str | None, text_file: object) -
 @click.option("--print", "print_only", is_flag=True, help="Print the tmux command instead.")
 @click.pass_obj
 def attach(settings: Settings, job_id: str, print_only: bool) -> None:
-    """Step into the job's agent pane; tmux's detach (prefix, then d) comes back."""
+    """Step into the job's agent pane; ctrl+q (or tmux's detach, prefix then d) comes
+    back. Inside your own tmux it nests (TMUX unset for it); inside orchestrate's own
+    tmux server it switches the client."""
     argv = Orchestrator(settings).attach_argv(job_id)
     if print_only or not sys.stdin.isatty():
         click.echo(shlex.join(argv))

@@ -28,6 +28,7 @@ from app.orchestration.errors import AgentNotStarted, UnknownAgent
 from app.orchestration.reconcile import Reconciler, ReconcileReport
 from app.review.worktree import WorktreePlan, prepare_worktree
 from app.settings import Settings, idle_grace_from_env
+from app.tmux.attach import AttachCommand, attach_command
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import InvalidStopMode, PaneNotFound, TmuxError
 from app.tmux.names import session_name_for
@@ -389,18 +390,21 @@ class Orchestrator:
         return len(text)
 
     def attach_argv(self, job_id: str) -> list[str]:
-        """The tmux command that puts a person into the job's pane (switch-client when
-        they are already inside this tmux server, else attach)."""
+        """The tmux command that puts a person into the job's pane (see attach_command)."""
+        return self.attach_command(job_id).argv
+
+    def attach_command(
+        self, job_id: str, environ: Mapping[str, str] | None = None
+    ) -> AttachCommand:
+        """How to put a person into the job's pane from where they are (`environ`:
+        their environment, default this process's): attach, switch client inside this
+        tmux server, or nest inside another (app/tmux/attach.py); ctrl+q comes back."""
         self.registry.get(job_id)
         pane_id = self.pane_for_job(job_id)
         if pane_id is None:
             raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
-        base = ["tmux", "-L", self.driver.socket_name]
-        inside = os.environ.get("TMUX", "").split(",")[0]
-        if inside and Path(inside).name == self.driver.socket_name:
-            return [*base, "switch-client", "-t", pane_id]
-        return [*base, "attach-session", "-t", pane_id, ";", "select-window", "-t", pane_id,
-                ";", "select-pane", "-t", pane_id]  # fmt: skip
+        where = os.environ if environ is None else environ
+        return attach_command(self.driver.socket_name, pane_id, where)
 
     # -- sessions -------------------------------------------------------------------
 
@@ -532,8 +536,11 @@ class Orchestrator:
         """Open the seed 003 split for a job: pane log tail (70 %) over its event follow (30 %)."""
         self.registry.get(job_id)  # JobNotFound for a typo
         log_path = self.pane_log(job_id)
+        # Not created here: `tail -F` waits for it, and a pane log is the mark of a job
+        # whose agent orchestrate started, so an empty one made a job picked by hand
+        # (no pane) look like an agent that had vanished: the next supervision pass
+        # failed it (later: marked it interrupted).
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.touch(mode=0o600, exist_ok=True)
         follow = [sys.executable, "-m", "app", "--state-dir", str(self.settings.state_dir)]
         follow += ["msg", "follow", "--task", job_id]
         self.driver.control_room_split(job_id, log_path, follow)

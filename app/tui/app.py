@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 import gc
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from app.tmux.attach import RETURN_KEY_LABEL, AttachCommand
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
 from app.tui.mailbox import DeltaMailbox
 from app.tui.safe_text import visible
+from app.tui.screens.attach_hint import AttachHintScreen
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
@@ -29,7 +33,9 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
 from app.tui.screens.review import ReviewScreen
+from app.tui.screens.sort import SortScreen
 from app.tui.screens.stop_session import StopSessionScreen
+from app.tui.screens.talk import TalkScreen
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, StopMode
 from app.tui.widgets.jobs_table import JobsTable
 from registry import states
@@ -40,8 +46,10 @@ COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
 # The commands that act on the selected job or its session.
 JOB_ACTIONS = frozenset(
     {"open_job", "cancel_job", "resume_job", "stop_session", "answer", "toggle_log"}
-    | {"tmux_split", "review_job"}
+    | {"tmux_split", "review_job", "attach_job", "talk", "sort"}
 )
+# Textual's own palette entries that one of COMMANDS already offers (q, ?).
+SYSTEM_COMMANDS_SHADOWED = frozenset({"Quit", "Keys"})
 RESUMABLE = states.JOB.transition("resume").sources
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
@@ -88,6 +96,14 @@ class ControlRoomApp(App[None]):
             self.job_id = job_id
             self.path = path
 
+    class AttachReady(Message):
+        """The tmux command that shows the job's pane, found by a worker."""
+
+        def __init__(self, job_id: str, command: AttachCommand) -> None:
+            super().__init__()
+            self.job_id = job_id
+            self.command = command
+
     def __init__(
         self,
         source: ControlRoomSource,
@@ -99,12 +115,14 @@ class ControlRoomApp(App[None]):
         history_read_ahead_s: float | None = HISTORY_READ_AHEAD_S,
         history_recheck_s: float | None = HISTORY_RECHECK_S,
         demo_agents: int = 0,
+        take_terminal: Callable[[list[str]], int] | None = None,
     ) -> None:
         """`reconcile_interval_s=None` leaves liveness to others (snapshots, benches);
         `history_read_ahead_s` after the first delta the History screen's data is
         read (None: when `h` asks), and then every `history_recheck_s` it is read
         again if its files changed; `demo_agents` starts that many real demo agents
-        once the app is up."""
+        once the app is up; `take_terminal` runs a command that needs the terminal
+        (an attach) and returns its exit status (default: the app suspends itself)."""
         super().__init__()
         self.source = source
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -119,9 +137,19 @@ class ControlRoomApp(App[None]):
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
         self._mailbox = DeltaMailbox()
+        self.take_terminal = take_terminal or self._suspended
+        self.attach_hint_shown = False  # the first attach of a run explains the return key
+        self.installed_agents: list[str] | None = None  # agent kinds on PATH (read once)
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Textual's palette entries, less those a control-room command offers too: the
+        palette listed Quit and Keys/Help twice, in other words."""
+        for command in super().get_system_commands(screen):
+            if command.title not in SYSTEM_COMMANDS_SHADOWED:
+                yield command
 
     def notify(
         self,
@@ -254,7 +282,10 @@ class ControlRoomApp(App[None]):
             return
         delta = self._mailbox.take()
         if delta is not None:
-            self.main.apply_delta(delta, self.clock())
+            try:
+                self.main.apply_delta(delta, self.clock())
+            except NoMatches:  # the app is closing: its screen's widgets are being removed
+                return
             self.polls_applied += 1
             if self.polls_applied == 1:  # once its rows are on screen
                 self.call_after_refresh(self._freeze_startup_heap)
@@ -351,6 +382,8 @@ class ControlRoomApp(App[None]):
         selects_jobs = hasattr(type(self.screen), "selected_job_id")
         if action == "history" and isinstance(self.screen, HistoryScreen):
             return False  # h on the History screen itself: nothing to do, not in its footer
+        if action in {"open_job", "sort"} and not isinstance(self.screen, MainScreen):
+            return False  # a job's page, sorting: from the jobs table only
         return selects_jobs or action not in JOB_ACTIONS
 
     def _selected_job(self) -> str | None:
@@ -363,6 +396,93 @@ class ControlRoomApp(App[None]):
         if isinstance(self.screen, MainScreen) and (job_id := self._selected_job()):
             self.push_screen(JobDetailScreen(self.source, job_id))
 
+    # -- stepping into an agent, talking to it ------------------------------------
+    def action_attach_job(self) -> None:
+        """Put the person into the agent's pane (the first time, after a word on how
+        to come back); the control room is as they left it when they return."""
+        if not (job_id := self._selected_job()):
+            return
+        job = self._job_row(job_id)
+        if job is not None and job.status != "running":
+            self._refuse(f"{job_id} is {job.status}: no agent pane to step into (d: its page)")
+            return
+        if self.attach_hint_shown:
+            self._find_pane(job_id)
+            return
+
+        def chosen(go: bool | None) -> None:
+            self.attach_hint_shown = True
+            if go:
+                self._find_pane(job_id)
+
+        self.push_screen(AttachHintScreen(job_id, RETURN_KEY_LABEL), chosen)
+
+    @work(thread=True, exit_on_error=False, group="attach", description="Finding the agent's pane")
+    def _find_pane(self, job_id: str) -> None:
+        try:
+            command = self.source.attach_command(job_id)
+        except SOURCE_ERRORS as error:
+            raise self.ActionFailed(f"Could not attach to {job_id}: {error}") from error
+        self.post_message(self.AttachReady(job_id, command))
+
+    def on_control_room_app_attach_ready(self, message: AttachReady) -> None:
+        command = message.command
+        if command.switches_client:  # inside orchestrate's own tmux: this app keeps running
+            self._switch_client(command.argv)
+            return
+        try:
+            status = self.take_terminal(command.argv)
+        except SuspendNotSupported:
+            self.notify(
+                "This terminal cannot hand itself over: run orchestrate attach", severity="error"
+            )
+            return
+        if status != 0:
+            self.notify(
+                f"tmux exited with status {status}: {message.job_id}'s pane may be gone",
+                severity="warning",
+            )
+
+    def _suspended(self, argv: list[str]) -> int:
+        """Run `argv` with the terminal to itself, this app suspended meanwhile (a tmux
+        client, attached until the person comes back); the app is redrawn as it was."""
+        with self.suspend():
+            return subprocess.run(argv, check=False).returncode
+
+    @work(thread=True, exit_on_error=False, group="attach", description="Switching tmux client")
+    def _switch_client(self, argv: list[str]) -> None:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise self.ActionFailed(f"Could not switch to the pane: {done.stderr.strip()}")
+
+    def action_returned(self) -> None:
+        self.notify(
+            f"You are in the control room: {RETURN_KEY_LABEL} comes back from an agent's "
+            "pane, q quits"
+        )
+
+    def action_talk(self) -> None:
+        """A prompt box whose text goes to the agent as a paste (`orchestrate send`)."""
+        if not (job_id := self._selected_job()):
+            return
+        job = self._job_row(job_id)
+        if job is not None and job.status != "running":
+            self._refuse(f"{job_id} is {job.status}: no agent is there to read a message")
+            return
+
+        def send(text: str | None) -> None:
+            if text:
+                done = f"Sent {{result}} characters to {job_id}"
+                self._call(f"Sending to {job_id}", done, "send_input", job_id, text)
+
+        agent = job.agent if job is not None else ""
+        self.push_screen(TalkScreen(job_id, agent), send)
+
+    def action_sort(self) -> None:
+        if isinstance(self.screen, MainScreen):
+            table = self.main.query_one("#jobs", JobsTable)
+            self.push_screen(SortScreen(table.sort_column, table.sort_reverse), table.sort_by)
+
     def action_review_job(self) -> None:
         """The Review screen of the selected job (work-tree jobs: the others are told so)."""
         service = getattr(self.source, "review_service", None)
@@ -371,7 +491,31 @@ class ControlRoomApp(App[None]):
         elif job_id := self._selected_job():
             self.push_screen(ReviewScreen(service, job_id))
 
+    class AgentsFound(Message):
+        """The agent kinds installed here, looked up for the New-job dialog."""
+
+        def __init__(self, kinds: list[str]) -> None:
+            super().__init__()
+            self.kinds = kinds
+
     def action_new_job(self) -> None:
+        """The New-job dialog, its agent defaulting to one installed here: looked up
+        (PATH, the adapters) in a worker the first time, not at start, where its
+        imports slowed the first paint; the open dialog is told when they are known."""
+        if self.installed_agents is None:
+            self._find_agents()
+        self._new_job_dialog()
+
+    @work(thread=True, exclusive=True, group="agents", description="Finding installed agents")
+    def _find_agents(self) -> None:
+        self.post_message(self.AgentsFound(self.source.installed_agents()))
+
+    def on_control_room_app_agents_found(self, message: AgentsFound) -> None:
+        self.installed_agents = message.kinds
+        if isinstance(self.screen, NewJobScreen):  # opened before they were known
+            self.screen.show_installed(message.kinds)
+
+    def _new_job_dialog(self) -> None:
         labels = self.main.session_labels
         default = getattr(self.screen, "selected_session", None) or (labels[0] if labels else "")
 
@@ -380,7 +524,9 @@ class ControlRoomApp(App[None]):
                 args = (request.prompt, request.agent, request.agent_session)
                 self._call("Submitting job", "Submitted job {result}", "submit", *args)
 
-        self.push_screen(NewJobScreen(session=default, sessions=labels), submit)
+        installed = self.installed_agents
+        screen = NewJobScreen(session=default, sessions=labels, installed=installed)
+        self.push_screen(screen, submit)
 
     def _job_row(self, job_id: str) -> JobRow | None:
         """The selected job as the jobs table last saw it (None: not in the table)."""
@@ -463,7 +609,13 @@ class ControlRoomApp(App[None]):
             elif (job_id := self._selected_job()) and self.main.want_log(job_id):
                 self._find_log(job_id)
 
-    @work(thread=True, exit_on_error=False, description="Finding the pane log")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="find-log",
+        description="Finding the pane log",
+    )
     def _find_log(self, job_id: str) -> None:
         self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
 
@@ -518,7 +670,7 @@ class ControlRoomApp(App[None]):
             for command in COMMANDS
             if self.check_action(command.action.split("(")[0], ()) is not False
         ]
-        self.push_screen(HelpScreen(own, commands))
+        self.push_screen(HelpScreen(own, commands, navigation=isinstance(screen, MainScreen)))
 
     async def action_back(self) -> None:
         if len(self.screen_stack) > 1:

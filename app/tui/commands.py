@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from app.tmux.attach import RETURN_KEY_LABEL
+
 
 @dataclass(frozen=True)
 class Command:
@@ -35,21 +37,49 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("open", "enter", "open_job", "Detail", "Open the selected job's detail", show=False),
+    Command(
+        "attach",
+        "enter",
+        "attach_job",
+        "Attach",
+        f"Step into the agent's pane; {RETURN_KEY_LABEL} comes back here",
+        key_display="⏎",
+    ),
+    Command("talk", "i", "talk", "Talk", "Send the agent a message, as if typed at its prompt"),
+    Command("detail", "d", "open_job", "Detail", "The job's page: timeline, prompt, work tree"),
     Command("new", "n", "new_job", "New", "Submit a new job to an agent session"),
     Command("cancel", "c", "cancel_job", "Cancel", "Cancel the selected job (asks first)"),
-    Command("resume", "r", "resume_job", "Resume", "Resume the selected errored/cancelled job"),
-    Command("stop", "s", "stop_session", "Stop", "Stop the selected job's agent session"),
+    Command(
+        "resume",
+        "r",
+        "resume_job",
+        "Resume",
+        "Resume the selected errored/cancelled job",
+        show=False,
+    ),
+    Command(
+        "stop",
+        "S",
+        "stop_session",
+        "Stop",
+        "Stop the selected job's agent session (asks first)",
+        show=False,
+    ),
+    Command("sort", "s", "sort", "Sort", "Sort the jobs: s, then a column's letter", show=False),
     Command("yes", "y", "answer(True)", "Yes", "Answer yes to the job's permission prompt"),
     Command(
         "no", "N", "answer(False)", "No", "Answer no to the job's permission prompt", show=False
     ),
-    Command("diff", "v", "review_job", "Review", "Review the job's diff: approve, send back"),
-    Command("log", "l", "toggle_log", "Log", "Show or hide the split tail of the job's pane"),
+    Command(
+        "diff", "v", "review_job", "Review", "Review the job's diff: approve, send back", show=False
+    ),
+    Command("log", "l", "toggle_log", "Log", "Show or hide the live view of the job's pane"),
     Command(
         "tmux", "t", "tmux_split", "tmux", "Open the job's tmux control-room split", show=False
     ),
-    Command("history", "h", "history", "History", "Show throughput and latency history"),
+    Command(
+        "history", "h", "history", "History", "Show throughput and latency history", show=False
+    ),
     Command("filter", "slash", "filter", "Filter", "Filter jobs by text", key_display="/"),
     Command(
         "command",
@@ -73,21 +103,47 @@ COMMANDS: tuple[Command, ...] = (
     Command("quit", "q", "quit", "Quit", "Leave the control room"),
 )
 
-BINDINGS: list[BindingType] = [command.binding for command in COMMANDS]
+BINDINGS: list[BindingType] = [
+    *(command.binding for command in COMMANDS),
+    # Textual quits on ctrl+q; here it is the key that comes back from an agent's pane,
+    # and a second press (or key repeat) must not close the control room.
+    Binding("ctrl+q", "returned", show=False, priority=True),
+]
 
 # The screens on top of the main one show `esc Back` in their footer (the app's
 # `back` binding stays out of the main footer, where esc only clears things).
 BACK = Binding("escape", "app.back", "Back", key_display="esc", tooltip="Go back")
 
 
+# Moving in a list, as in vim, less and k9s: bound on the jobs table and the sessions
+# panel (DataTable's own actions), listed by the help screen.
+NAVIGATION: tuple[tuple[str, str, str, str], ...] = (
+    ("j", "cursor_down", "down", "Move down one row (also ↓)"),
+    ("k", "cursor_up", "up", "Move up one row (also ↑)"),
+    ("g", "scroll_top", "first", "Go to the first row (also home)"),
+    ("G", "scroll_bottom", "last", "Go to the last row (also end)"),
+)
+NAVIGATION_BINDINGS: list[BindingType] = [
+    Binding(key, action, name, tooltip=help, show=False) for key, action, name, help in NAVIGATION
+]
+
+
 def command_named(name: str) -> Command | None:
-    """The command `:name` refers to (a unique prefix is enough, as in vim/k9s)."""
-    name = name.strip().lstrip(":").lower()
-    exact = [command for command in COMMANDS if command.name == name]
-    if exact:
-        return exact[0]
+    """The command `:name` refers to: its name, the key it is bound to (`:h` is `h`,
+    History), or a prefix of one name only (as in vim/k9s)."""
+    name = name.strip().lstrip(":")
+    for command in COMMANDS:
+        if name and (command.name == name.lower() or (command.key_display or command.key) == name):
+            return command
+    name = name.lower()
     matches = [command for command in COMMANDS if command.name.startswith(name)] if name else []
     return matches[0] if len(matches) == 1 else None
+
+
+def commands_starting(name: str) -> list[str]:
+    """The names a prefix could mean, for the error that says it is ambiguous."""
+    name = name.strip().lstrip(":").lower()
+    return [command.name for command in COMMANDS if name and command.name.startswith(name)]
 
 
 class ControlRoomCommands(Provider):

@@ -8,6 +8,7 @@ instead of a crash before it starts.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sqlite3
@@ -17,13 +18,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from shutil import which
 from typing import TYPE_CHECKING, Any, cast
 
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
+from app.agents import built_in_adapters
 from app.orchestration import Orchestrator
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
+from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
 from app.tui.source import (
@@ -335,18 +339,18 @@ class RegistrySource:
     def _session_rows(self, notices: list[str]) -> list[SessionRow]:
         records = self.sessions.list()
         beats = {beat.agent_id: beat for beat in heartbeats.read_all(self.registry.db.conn)}
-        running = {
-            str(row[0]): str(row[1])
-            for row in self._rows(
-                "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
-                "ORDER BY created_at_ms"
-            )
-        }
+        running: dict[str, list[str]] = {}  # session label -> its running jobs, oldest first
+        for row in self._rows(
+            "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
+            "ORDER BY created_at_ms, job_id"
+        ):
+            running.setdefault(str(row[0]), []).append(str(row[1]))
         alive = self._tmux_sessions(notices)
         at_ms = self.clock_ms()
         rows = []
         for record in records:
-            job_id = running.get(record.label)
+            job_ids = running.get(record.label, [])
+            job_id = job_ids[-1] if job_ids else None  # the newest, as before
             # reconcile beats on behalf of each job's agent; a self-reporting agent may
             # beat under its session's name instead
             beat = (
@@ -368,6 +372,7 @@ class RegistrySource:
                     liveness=liveness,
                     heartbeat_age_s=age_s,
                     current_job=job_id or (beat.current_task if beat is not None else None),
+                    jobs=tuple(job_ids),
                 )
             )
         return rows
@@ -394,7 +399,8 @@ class RegistrySource:
         job = registry.get(job_id)
         why = registry.why(job_id)
         reviews = self.review_service.flow.reviews
-        if reviews.find(job_id) is not None:
+        review = reviews.find(job_id)
+        if review is not None:
             why += f"\nreview: {reviews.why(job_id)}"
         rows = self._rows(
             "SELECT seq, ts_ms, type, payload FROM messages WHERE correlation_id = ? "
@@ -422,6 +428,8 @@ class RegistrySource:
             timeline=timeline,
             missing_seqs=expand_missing(job.missing_seqs),
             pane_log_path=self.pane_log_path(job_id),
+            worktree=review.worktree if review is not None else None,
+            branch=review.branch if review is not None else None,
         )
 
     def pane_log_path(self, job_id: str) -> Path:
@@ -471,6 +479,29 @@ class RegistrySource:
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id
 
+    def installed_agents(self) -> list[str]:
+        kinds = [a.kind for a in built_in_adapters() if a.kind != "demo" and which(a.executable)]
+        return [*kinds, "demo"]
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        return self.orchestrator.attach_command(job_id)
+
+    def send_input(self, job_id: str, text: str) -> int:
+        by = f"{getpass.getuser()} (control room)"
+        return self.orchestrator.send_input(job_id, text, by=by)
+
     def open_control_room_split(self, job_id: str) -> str:
         self.orchestrator.control_room_split(job_id)
         return self.orchestrator.driver.attach_hint(CONTROL_ROOM_LABEL)
+
+
+def open_source(settings: Settings, *, tmux_socket: str | None = None) -> RegistrySource:
+    """The source over the registry in `settings.state_dir`.
+
+    Opening touches nothing: the database is opened by the first poll, in a
+    worker, so a broken one becomes a notice in the running app.
+    """
+    from registry.ingest import bridge_from_env
+
+    bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)

@@ -12,14 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
-
-if TYPE_CHECKING:
-    from app.settings import Settings
 
 JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
 SessionState = Literal["running", "stopped", "terminated", "archived"]
@@ -58,6 +56,16 @@ class JobRow:
     question: str = ""
     """What it waits on: the question, or the tool and its command."""
 
+    @property
+    def state(self) -> str:
+        """The one word shown for the job: its activity while it runs (`waiting` for a
+        permission answer, `working`, `idle`, `interrupted`…), its status otherwise."""
+        if self.status != "running":
+            return self.status
+        if self.waiting_permission:
+            return "waiting"
+        return self.activity or "running"
+
 
 LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}
 FINISHED_GROUP = 3
@@ -87,6 +95,8 @@ class SessionRow:
     liveness: Liveness
     heartbeat_age_s: float | None = None
     current_job: str | None = None
+    jobs: tuple[str, ...] = ()
+    """Every running job in the session (a session can run several agents' panes)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,9 @@ class JobDetail:
     timeline: list[EventRow] = field(default_factory=list)
     missing_seqs: list[int] = field(default_factory=list)
     pane_log_path: Path | None = None
+    worktree: str | None = None
+    """The job's own git work tree, for a job run in one (and its branch, below)."""
+    branch: str | None = None
 
     @property
     def job_id(self) -> str:
@@ -185,6 +198,20 @@ class ControlRoomSource(Protocol):
         """Register a job and start its agent pane; returns the new job_id."""
         ...
 
+    def installed_agents(self) -> list[str]:
+        """The agent kinds this machine can start (their CLI is on PATH), the demo last."""
+        ...
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        """The tmux command that shows the job's agent pane to the person at this
+        terminal (attach, switch client, or nested: app/tmux/attach.py)."""
+        ...
+
+    def send_input(self, job_id: str, text: str) -> int:
+        """Paste `text` into the job's agent pane and submit it, recorded as an `input`
+        event (as `orchestrate send`); returns the characters sent."""
+        ...
+
     def open_control_room_split(self, job_id: str) -> str:
         """Open the tmux window with the job's pane log above its events; returns
         the command that attaches to it (it lives on orchestrate's tmux server)."""
@@ -206,16 +233,3 @@ class ControlRoomSource(Protocol):
         """Carry MQTT events into the registry until `stop` is set (the header
         shows its connection); returns at once when no broker is configured."""
         ...
-
-
-def open_source(settings: Settings, *, tmux_socket: str | None = None) -> ControlRoomSource:
-    """The source over the registry in `settings.state_dir`.
-
-    Opening touches nothing: the database is opened by the first poll, in a
-    worker, so a broken one becomes a notice in the running app.
-    """
-    from app.tui.registry_source import RegistrySource
-    from registry.ingest import bridge_from_env
-
-    bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
-    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from app.orchestration.errors import AgentNotStarted
+from app.tmux.attach import AttachCommand
 from app.tui.source import (
     JOB_STATUSES,
     Delta,
@@ -45,6 +47,7 @@ class InMemorySource:
         self.removed: list[tuple[int, str]] = []  # (bus seq at removal, job_id)
         self.changed_at: dict[str, int] = {}  # job_id -> bus seq of its last change
         self.broker_state: Any = "none"
+        self.inputs: list[tuple[str, str]] = []  # (job_id, text) sent to agents
         self.seq = 0
         self.lock = threading.RLock()
 
@@ -135,7 +138,7 @@ class InMemorySource:
             timeline = [event for _, event in self.events if event.job_id == job_id]
             seqs = [event.seq for event in timeline]
             missing = sorted(set(range(seqs[0], seqs[-1] + 1)) - set(seqs)) if seqs else []
-            record = {
+            record: dict[str, Any] = {
                 "job_id": job.job_id,
                 "status": job.status,
                 "agent": job.agent,
@@ -144,7 +147,16 @@ class InMemorySource:
                 "created_at": job.created_at.isoformat(),
                 "updated_at": job.updated_at.isoformat(),
                 "last_seq": seqs[-1] if seqs else 0,
+                "last_event": job.last_event,
+                "timeout_sec": 3600,
+                "idle_timeout_sec": 120,
             }
+            if job.status == "running":
+                record["activity"] = {
+                    "activity": job.state,
+                    "source": "hook",
+                    "since": job.updated_at.isoformat(),
+                }
             why = f"{job.status}: last event {job.last_event or 'none'}"
             if job.waiting_permission:
                 why = "running: waiting for a yes/no answer to permission_required"
@@ -188,6 +200,21 @@ class InMemorySource:
             self.seq += 1
             self.add_job(JobRow(job_id, "pending", agent, agent_session, now, now), prompt)
             return job_id
+
+    def installed_agents(self) -> list[str]:
+        return ["codex", "demo"]
+
+    def attach_command(self, job_id: str) -> AttachCommand:
+        if self._job(job_id).status != "running":
+            raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
+        argv = ["tmux", "-L", "orchestrate-test", "attach-session", "-t", "%1"]
+        return AttachCommand(argv, switches_client=False)
+
+    def send_input(self, job_id: str, text: str) -> int:
+        with self.lock:
+            self.inputs.append((job_id, text))
+            self.emit(job_id, "input", f"{len(text)} characters from the control room")
+        return len(text)
 
     def open_control_room_split(self, job_id: str) -> str:
         self._job(job_id)
@@ -238,8 +265,11 @@ def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
     source.emit("5f4e3d2c", "progress", "refactor 4/5", skip=2)
     source.jobs["5f4e3d2c"] = replace(source.jobs["5f4e3d2c"], missing_events=2)
     source.cancel("9e8d7c6b")
+    for job_id, activity in (("3fa2c1d0", "working"), ("5f4e3d2c", "idle")):
+        source.jobs[job_id] = replace(source.jobs[job_id], activity=activity)
     for job in source.jobs.values():
         if job.status == "running":
             session = source.sessions[job.agent_session]
-            source.sessions[job.agent_session] = replace(session, current_job=job.job_id)
+            jobs = (*session.jobs, job.job_id)
+            source.sessions[job.agent_session] = replace(session, current_job=job.job_id, jobs=jobs)
     return source

@@ -102,7 +102,7 @@ async def test_illegal_resume_shows_an_error_and_keeps_running(
 async def test_actions_that_cannot_apply_say_so_without_a_dialog(
     make_app: AppFactory, fake: FakeSource
 ) -> None:
-    """c and r on a completed job, s on a job whose session does not exist: one notice
+    """c and r on a completed job, S on a job whose session does not exist: one notice
     at once, no confirmation dialog that then fails, nothing sent to the source."""
     fake.add_job(JobRow("d00df00d", "pending", "claude", "ghost", FIXED_NOW, FIXED_NOW))
     app = make_app()
@@ -117,7 +117,7 @@ async def test_actions_that_cannot_apply_say_so_without_a_dialog(
         expected = "c4d5e6f7 is completed: only an errored or cancelled job can be resumed"
         assert expected in notices(app)
         select(app, "d00df00d")
-        await pilot.press("s")
+        await pilot.press("S")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         assert "session ghost does not exist: nothing to stop" in notices(app)
@@ -125,12 +125,12 @@ async def test_actions_that_cannot_apply_say_so_without_a_dialog(
 
 
 async def test_stop_session_with_the_chosen_mode(make_app: AppFactory, fake: FakeSource) -> None:
-    """s opens the mode chooser; hard, Stop, then confirm stops the job's session."""
+    """S opens the mode chooser; hard, Stop, then confirm stops the job's session."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "c4d5e6f7")  # session gamma
-        await pilot.press("s")
+        await pilot.press("S")
         assert isinstance(app.screen, StopSessionScreen)
         await pilot.click("#mode-hard")
         assert app.screen.query_one(RadioSet).pressed_index == 2
@@ -148,9 +148,11 @@ async def test_new_job_modal_submits(make_app: AppFactory, fake: FakeSource) -> 
         select(app, "7b0e99a1")  # session beta becomes the default
         await pilot.press("n")
         assert isinstance(app.screen, NewJobScreen)
+        installed = app.screen.query_one("#installed")
+        await wait_until(pilot, lambda: "installed here" in str(installed.render()))
         await pilot.press(*"fix the flaky test")
         await pilot.click("#submit")
-        expected = ("submit", "fix the flaky test", "claude", "beta")
+        expected = ("submit", "fix the flaky test", "codex", "beta")  # installed
         await wait_until(pilot, lambda: expected in fake.calls)
         await wait_until(pilot, lambda: len(app.main.query_one(JobsTable).jobs) == 7)
 
@@ -201,7 +203,7 @@ async def test_filter_is_remembered_across_screens(make_app: AppFactory) -> None
         await pilot.press("slash", *"codex", "enter")
         table = app.main.query_one(JobsTable)
         assert table.row_count == 2 and app.main.job_filter == "codex"
-        await pilot.press("enter")  # open the highlighted (filtered) job
+        await pilot.press("d")  # open the highlighted (filtered) job
         assert isinstance(app.screen, JobDetailScreen)
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
@@ -247,23 +249,23 @@ async def test_help_lists_every_binding(make_app: AppFactory) -> None:
         keys = {table.get_row(command.name)[0] for command in COMMANDS}  # type: ignore[attr-defined]
         assert keys == {command.key_display or command.key for command in COMMANDS}
         bound = {binding.action for binding in app.BINDINGS}  # type: ignore[union-attr]
-        assert bound == {command.action for command in COMMANDS}
+        assert bound - {"returned"} == {command.action for command in COMMANDS}
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 
 
 async def open_detail(pilot: Pilot[None], app: ControlRoomApp, job_id: str) -> JobDetailScreen:
-    """Select ``job_id``, press enter, and wait for its detail to load."""
+    """Select ``job_id``, press d, and wait for its detail to load."""
     select(app, job_id)
-    await pilot.press("enter")
+    await pilot.press("d")
     screen = app.screen
     assert isinstance(screen, JobDetailScreen)
     await wait_until(pilot, lambda: screen.detail is not None)
     return screen
 
 
-async def test_enter_opens_detail_and_esc_goes_back(make_app: AppFactory) -> None:
-    """enter opens the job detail with its timeline, gap warning and pane tail."""
+async def test_d_opens_detail_and_esc_goes_back(make_app: AppFactory) -> None:
+    """d opens the job detail with its timeline, gap warning and pane tail."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
@@ -279,7 +281,7 @@ async def test_detail_tails_the_pane_log(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "3fa2c1d0")  # which has a pane log
-        await pilot.press("enter")
+        await pilot.press("d")
         tail = app.screen.query_one("#detail-tail")
         await wait_until(pilot, lambda: tail.line_count >= 8)  # type: ignore[attr-defined]
         path = app.source.pane_logs["3fa2c1d0"]  # type: ignore[attr-defined]
@@ -294,7 +296,7 @@ async def test_job_deleted_while_detail_open(make_app: AppFactory, fake: FakeSou
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "3fa2c1d0")
-        await pilot.press("enter")
+        await pilot.press("d")
         screen = app.screen
         assert isinstance(screen, JobDetailScreen)
         await wait_until(pilot, lambda: screen.detail is not None)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
-from app.tui.commands import COMMANDS, command_named
+from app.tui.commands import COMMANDS, command_named, commands_starting
 from app.tui.mailbox import DeltaMailbox
 from app.tui.source import Delta, EventRow, JobRow, Snapshot
 
@@ -60,7 +62,12 @@ def test_command_names_and_prefixes() -> None:
     assert command_named("cancel") is not None
     assert command_named(":hist").name == "history"  # type: ignore[union-attr]
     assert command_named("re").name == "resume"  # type: ignore[union-attr]
-    assert command_named("n") is None  # new / no: ambiguous
+    assert command_named("n") is next(c for c in COMMANDS if c.key == "n")  # its key wins
+    assert command_named(":h").name == "history"  # type: ignore[union-attr]  # h: history, not help
+    assert command_named("he").name == "help"  # type: ignore[union-attr]
+    assert command_named(":S").name == "stop"  # type: ignore[union-attr]  # keys are case-sensitive
+    assert commands_starting("hi") == ["history"]
+    assert set(commands_starting("h")) == {"history", "help"}
     assert command_named("bogus") is None
     assert len({c.key for c in COMMANDS}) == len(COMMANDS)  # no key bound twice
 
@@ -70,3 +77,49 @@ def test_watch_command_does_not_import_textual() -> None:
     code = "import sys, app.cli, app.commands.watch; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _imports_of(path: Path, root: Path) -> set[str]:
+    """The `app.*` modules a file imports, at its top or inside a function."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name.startswith("app.") and _module_file(name, root)}
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_the_control_room_has_no_import_circle() -> None:
+    """No two modules of app/tui import each other, not even lazily inside a function
+    (source.py once opened registry_source.py, which imports source.py)."""
+    root = Path(__file__).resolve().parents[2]
+    modules = {
+        ".".join(path.relative_to(root).with_suffix("").parts): path
+        for path in (root / "app" / "tui").rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    graph = {name: _imports_of(path, root) & set(modules) for name, path in modules.items()}
+    circles = []
+    for name, imported in graph.items():
+        for other in imported:
+            seen, stack = set(), [other]
+            while stack:
+                current = stack.pop()
+                if current == name:
+                    circles.append((name, other))
+                    break
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(graph.get(current, ()))
+    assert circles == []

@@ -114,7 +114,7 @@ async def test_dialogs_and_notices_show_hostile_text_literally(hostile: FakeSour
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await loaded(pilot)
         select(app, HOSTILE_JOB)
-        await pilot.press("s")
+        await pilot.press("S")
         await wait_until(pilot, lambda: isinstance(app.screen, StopSessionScreen), "dialog")
         await shown(pilot, app, f"Stop session {HOSTILE_LABEL}: how?")
         await pilot.press("escape")
@@ -156,7 +156,7 @@ async def test_job_detail_shows_hostile_record_timeline_and_pane(hostile: FakeSo
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
         select(app, HOSTILE_JOB)
-        await pilot.press("enter")
+        await pilot.press("d")
         await wait_until(pilot, lambda: isinstance(app.screen, JobDetailScreen), "the detail")
         screen = app.screen
         assert isinstance(screen, JobDetailScreen)

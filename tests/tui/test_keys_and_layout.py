@@ -26,16 +26,21 @@ def footer_keys(app: ControlRoomApp) -> dict[str, str]:
 
 
 async def test_footers_show_history_and_back(make_app: AppFactory, state_dir: Path) -> None:
-    """The main footer shows `h History`; the screens on top of it show `esc Back`."""
+    """The main footer shows `? Help` and `q Quit`, even at 80 columns (they were cut
+    off); the screens on top of it show `esc Back`."""
     app = make_app()
-    async with app.run_test(size=(130, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
         await settled(pilot)
-        assert footer_keys(app).get("h") == "History"
+        keys = app.screen.query_one(Footer).query(FooterKey)
+        shown = {key.key_display: key for key in keys}
+        assert shown["?"].description == "Help" and shown["q"].description == "Quit"
+        assert shown["q"].region.right <= 80 and shown["?"].region.right <= 80
+        assert shown["q"].region.width > 0
         assert "esc" not in footer_keys(app)  # on the main screen esc only clears things
         select(app, "3fa2c1d0")
         for key, screen_type in (
-            ("enter", JobDetailScreen),
+            ("d", JobDetailScreen),
             ("question_mark", HelpScreen),
             ("h", HistoryScreen),
         ):

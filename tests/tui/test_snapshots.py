@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Input
 from tui_helpers import loaded, settled, wait_until
 
 from app.tui.app import ControlRoomApp
@@ -18,7 +19,7 @@ Snap = Callable[..., bool]
 
 async def _detail(pilot: Pilot[Any]) -> None:
     await loaded(pilot)
-    await pilot.press("down", "enter")  # 3fa2c1d0, below the job waiting for an answer
+    await pilot.press("down", "d")  # 3fa2c1d0, below the job waiting for an answer
     screen = pilot.app.screen
     await wait_until(pilot, lambda: getattr(screen, "detail", None) is not None)
     tail = screen.query_one("#detail-tail")
@@ -67,3 +68,20 @@ def test_history_not_built(
 ) -> None:
     """Before any build (an empty ORCHESTRATE_HOME) the History screen says how to build."""
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=_history_not_built)
+
+
+def test_attach_hint(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    """The first enter: the way back (ctrl+q) before the terminal is handed to tmux."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=after("enter"))
+
+
+async def _talk(pilot: Pilot[Any]) -> None:
+    await after("down", "i", *"also update the changelog")(pilot)
+    # the cursor shown, not blinking: a blink could land on either side of the picture
+    pilot.app.screen.query_one(Input).cursor_blink = False
+    await settled(pilot)
+
+
+def test_talk_box(snap_compare: Snap, make_app: Callable[[], ControlRoomApp]) -> None:
+    """i on the working job below the waiting one: the prompt box, a message typed."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=_talk)

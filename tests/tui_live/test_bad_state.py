@@ -115,7 +115,7 @@ async def test_job_deleted_while_detail_open(registry: Registry, make_app: MakeA
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await select_job(pilot, app, job.job_id)
-        await pilot.press("enter")
+        await pilot.press("d")
         screen = app.screen
         assert isinstance(screen, JobDetailScreen)
         await wait_until(pilot, lambda: screen.detail is not None, "the detail")

@@ -74,7 +74,7 @@ def test_watch_shows_the_registry_help_and_quits(state_dir: Path, tmux_socket: s
     registry.publish(job.job_id, "started", "agent up")
     pane = TuiPane(tmux_socket)
     pane.start([sys.executable, "-m", "app", "watch"], watch_env(state_dir, tmux_socket))
-    pane.wait_for(lambda s: job.job_id in s and "running" in s, "the job row")
+    pane.wait_for(lambda s: job.job_id in s and "agent up" in s, "the job row")
     pane.keys("?")
     pane.wait_for(lambda s: "Keys" in s and "Cancel" in s, "the help screen")
     pane.keys("Escape")

@@ -98,12 +98,12 @@ async def test_resume_a_cancelled_job(orch: Any, live_app: Callable[..., Control
 async def test_stop_session_hard(
     orch: Any, live_app: Callable[..., ControlRoomApp], tmux_socket: str
 ) -> None:
-    """s, hard, Stop, confirm: the session is terminated and its tmux session killed."""
+    """S, hard, Stop, confirm: the session is terminated and its tmux session killed."""
     job = orch.submit("count to fifty", "demo", "alpha", agent_cmd=SLOW)
     app = live_app()
     async with app.run_test(size=SIZE) as pilot:
         await select_job(pilot, app, job.job_id)
-        await pilot.press("s")
+        await pilot.press("S")
         assert isinstance(app.screen, StopSessionScreen)
         await pilot.click("#mode-hard")
         await pilot.click("#stop")

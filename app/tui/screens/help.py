@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label
 
-from app.tui.commands import COMMANDS, Command
+from app.tui.commands import COMMANDS, NAVIGATION, Command
 
 
 class HelpScreen(ModalScreen[None]):
@@ -35,19 +35,24 @@ class HelpScreen(ModalScreen[None]):
         self,
         own_keys: Sequence[Binding] = (),
         commands: Sequence[Command] = COMMANDS,
+        *,
+        navigation: bool = False,
     ) -> None:
         """`own_keys`: the bindings of the screen underneath; `commands`: those that
-        apply there (the job keys do nothing on the History screen)."""
+        apply there (the job keys do nothing on the History screen); `navigation`: list
+        j/k/g/G too (a screen with the jobs table)."""
         super().__init__()
         self.own_keys = list(own_keys)
         self.commands = list(commands)
+        self.navigation = navigation
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("[b]Keys[/b]")
             yield DataTable(cursor_type="none", id="keys")
             yield Label(
-                "ctrl+p palette · `:name` runs a command · click a row twice to open it",
+                "ctrl+p palette · `:name` runs a command · click a row twice: its page · "
+                "click a header: sort",
                 id="hint",
             )
         yield Footer()
@@ -64,3 +69,6 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(
                 command.key_display or command.key, command.name, command.help, key=command.name
             )
+        if self.navigation:
+            for key, _action, name, description in NAVIGATION:
+                table.add_row(key, name, description, key=f"move.{key}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -16,13 +17,13 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
-from app.tui.commands import COMMANDS, command_named
+from app.tui.commands import COMMANDS, command_named, commands_starting
 from app.tui.safe_text import as_text
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
-from app.tui.widgets.pane_tail import PaneTail
+from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
 
 W = TypeVar("W", bound=Widget)
@@ -40,6 +41,8 @@ class MainScreen(Screen[None]):
     """How many jobs wait for a permission answer (the header counts them)."""
     problem: reactive[str] = reactive("")
     """Why the registry cannot be read ("" while it can); shown until a read works."""
+    activity_counts: reactive[dict[str, int]] = reactive(dict)
+    """Running jobs per activity, for the header."""
 
     class LogWanted(Message):
         """The split log tail is open and another job is highlighted: tail its pane."""
@@ -60,11 +63,12 @@ class MainScreen(Screen[None]):
             filter_text=MainScreen.job_filter,
             waiting=MainScreen.waiting_jobs,
             problem=MainScreen.problem,
+            activities=MainScreen.activity_counts,
         )
         yield JobsTable(id="jobs").data_bind(
             filter_text=MainScreen.job_filter, problem=MainScreen.problem
         )
-        yield PaneTail(id="log-tail")
+        yield PaneTail(id="log-tail", replay_bytes=PREVIEW_BYTES)
         with Horizontal(id="bottom"):
             yield EventStream(id="events")
             yield SessionsPanel(id="sessions")
@@ -74,7 +78,7 @@ class MainScreen(Screen[None]):
             id="command",
             suggester=SuggestFromList([command.name for command in COMMANDS]),
         )
-        yield Footer()
+        yield Footer(compact=True)
 
     def __init__(self) -> None:
         super().__init__()
@@ -100,8 +104,14 @@ class MainScreen(Screen[None]):
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
         self.waiting_jobs = len(table.waiting)
+        states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
+        self.activity_counts = dict(Counter(states.values()))
+        sessions = self.query_one("#sessions", SessionsPanel)
         if delta.sessions is not None:
-            self.query_one("#sessions", SessionsPanel).show_sessions(delta.sessions)
+            sessions.show_sessions(delta.sessions, states)
+        elif states != sessions.job_states:  # a job's glyph there changed
+            sessions.job_states = states
+            sessions.restyle()
         self.query_one("#events", EventStream).add_events(delta.events)
         self.first_delta_applied = True
         if announce:  # the jobs waiting at startup are counted in the header, not toasted
@@ -120,7 +130,9 @@ class MainScreen(Screen[None]):
         )
 
     def refresh_ages(self, now: datetime) -> None:
-        self.query_one("#jobs", JobsTable).refresh_ages(now)
+        table = self._composed("#jobs", JobsTable)
+        if table is not None:  # None while the app closes (a timer may still fire)
+            table.refresh_ages(now)
 
     # -- what actions apply to ------------------------------------------
     # A key pressed at startup can ask these before the screen is composed: nothing is
@@ -226,9 +238,14 @@ class MainScreen(Screen[None]):
             return
         command = command_named(event.value)
         if command is None:
-            self.notify(
-                f"No command {event.value.strip()!r}: press ? for the list", severity="error"
-            )
+            typed = event.value.strip()
+            could_be = commands_starting(typed)
+            if len(could_be) > 1:
+                self.notify(
+                    f":{typed.lstrip(':')} could be {', '.join(could_be)}", severity="error"
+                )
+            else:
+                self.notify(f"No command {typed!r}: press ? for the list", severity="error")
             return
         await self.app.run_action(command.action)
 
@@ -241,4 +258,6 @@ class MainScreen(Screen[None]):
 
     @on(DataTable.RowSelected, "#jobs")
     async def _row_chosen(self) -> None:
+        """A click on the highlighted row opens the job's page (enter steps into the
+        agent: JobsTable's own binding)."""
         await self.app.run_action("open_job")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -34,15 +35,26 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
         background: $panel; border: thick $primary 80%;
     }
     NewJobScreen #error { color: $error; height: auto; }
+    NewJobScreen #installed { color: $text-muted; padding: 0 1; }
     NewJobScreen Horizontal { height: auto; align-horizontal: right; }
     NewJobScreen Button { margin-left: 2; }
     """
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
 
-    def __init__(self, agent: str = "claude", session: str = "", sessions: list[str] = []) -> None:  # noqa: B006
+    def __init__(
+        self,
+        agent: str | None = None,
+        session: str = "",
+        sessions: list[str] = [],  # noqa: B006
+        installed: list[str] | None = None,
+    ) -> None:
+        """`installed`: the agent kinds this machine can run (None: not known yet); the
+        first is the default `agent`, else the demo. It was `claude`, which on a machine
+        without it failed the job at once (exit 127)."""
         super().__init__()
-        self.default_agent = agent
+        self.installed = installed
+        self.default_agent = agent or (installed[0] if installed else "demo")
         # offered only labels that show as they are (no control or bidi characters)
         self.default_session = session if visible(session) == session else ""
         self.sessions = [label for label in sessions if visible(label) == label]
@@ -52,6 +64,7 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
             yield Label("[b]New job[/b]")
             yield Input(placeholder="What should the agent do?", id="prompt")
             yield Input(self.default_agent, placeholder="agent (claude, codex…)", id="agent")
+            yield Label(self._installed_text(), id="installed")
             yield Input(
                 self.default_session,
                 placeholder="agent session label",
@@ -62,6 +75,20 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Submit", id="submit", variant="primary")
+
+    def _installed_text(self) -> Text:
+        if self.installed is None:
+            return Text("looking for installed agents…")
+        return Text(f"installed here: {', '.join(self.installed)}")
+
+    def show_installed(self, installed: list[str]) -> None:
+        """The installed agents, found after the dialog opened: the default agent
+        follows unless the person has typed one."""
+        agent = self.query_one("#agent", Input)
+        if agent.value == self.default_agent and installed:
+            self.default_agent = agent.value = installed[0]
+        self.installed = installed
+        self.query_one("#installed", Label).update(self._installed_text())
 
     def on_mount(self) -> None:
         self.query_one("#prompt", Input).focus()

@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -15,9 +17,11 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
+from app.tui.commands import NAVIGATION_BINDINGS
 from app.tui.safe_text import as_text, visible
-from app.tui.source import JobRow, row_order
-from app.tui.widgets.theme import STATUS_COLOURS, theme_style
+from app.tui.source import JobRow
+from app.tui.widgets.job_order import DEFAULT_ORDER, SORT_BY_KEY, order_key
+from app.tui.widgets.theme import look_of, look_style, theme_style
 
 COLUMNS = (
     ("job_id", "job"),
@@ -33,6 +37,8 @@ COLUMNS = (
 # after it off screen, and progress, last, has the room the others leave.
 SESSION_CELLS = 24
 PROGRESS_CELLS = 60
+# Words that find a job waiting for a person, besides what its cells show.
+NEEDS_YOU = ("waiting", "needs you", "needs y/N", "question", "permission")
 RENDER_CACHE_ROWS = 200  # rows' renders kept: a few screenfuls (see _size_render_caches)
 
 
@@ -49,6 +55,11 @@ def format_age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def state_text(app: App[object], state: str) -> Text:
+    """`● working`, `⚠ waiting`, `✓ completed`: a job's state with its glyph and colour."""
+    return Text(f"{look_of(state).glyph} {visible(state)}", style=look_style(app, state), end="")
 
 
 def _plain(value: str) -> Text:
@@ -69,12 +80,17 @@ def _clipped(text: str, cells: int) -> str:
 
 
 def matches(job: JobRow, filter_text: str) -> bool:
-    """Whether a job passes the `/` filter (case-insensitive substring of any field)."""
+    """Whether a job passes the `/` filter: a case-insensitive substring of any field or
+    of any word that describes its state, shown or not (`running` finds a job shown as
+    `working`; `waiting`, `needs` and `needs you` find those waiting for an answer)."""
     if not filter_text:
         return True
     needle = filter_text.lower()
-    fields = (job.job_id, job.status, job.agent, job.agent_session, job.last_event or "")
-    return any(needle in field.lower() for field in (*fields, job.progress_detail))
+    fields = [job.job_id, job.status, job.state, job.agent, job.agent_session]
+    fields += [job.last_event or "", job.progress_detail, job.question]
+    if job.waiting_permission:
+        fields += NEEDS_YOU
+    return any(needle in field.lower() for field in fields)
 
 
 class JobsTable(DataTable[object]):
@@ -89,6 +105,9 @@ class JobsTable(DataTable[object]):
     JobsTable > .jobs-table--empty { color: $text-muted; text-style: italic; }
     """
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"jobs-table--empty"}
+    # enter steps into the agent (DataTable's enter would select the row: that is left
+    # to a click on the highlighted row, which opens the job's page)
+    BINDINGS = [Binding("enter", "app.attach_job", show=False), *NAVIGATION_BINDINGS]
 
     filter_text: reactive[str] = reactive("")
     """The `/` filter; rows not matching it are removed from the view."""
@@ -103,8 +122,10 @@ class JobsTable(DataTable[object]):
         self.jobs: dict[str, JobRow] = {}
         self.now: datetime | None = None
         self._shown: dict[str, tuple[object, ...]] = {}  # row key -> cells as last drawn
-        self._orders: dict[str, tuple[int, float, str]] = {}  # row key -> its row_order
-        self._last_order: tuple[int, float, str] | None = None  # the bottom row's, at most
+        self._orders: dict[str, Any] = {}  # row key -> its order_key
+        self._last_order: Any = None  # the bottom row's, at most
+        self.sort_column = DEFAULT_ORDER  # a column key, or the default order (live first)
+        self.sort_reverse = False
         self.waiting: set[str] = set()  # jobs waiting for a permission answer
         self._changed_cells: dict[str, dict[str, object]] = {}  # row -> column -> value
         for key, label in COLUMNS:  # before mount, so an early delta has columns to fill
@@ -123,6 +144,23 @@ class JobsTable(DataTable[object]):
         for cache in (self._row_render_cache, self._row_renderable_cache, self._line_cache):
             cache.maxsize = RENDER_CACHE_ROWS
 
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.restyle())
+
+    def restyle(self) -> None:
+        """Draw every row again in the current theme's colours: cells are styled
+        Text, made once, which a theme change would otherwise leave as they were
+        (dark-theme colours on a light background)."""
+        with self.app.batch_update():
+            for job_id in list(self._shown):
+                # every cell: Text equality ignores a Text's own style, so _show would
+                # find the cells unchanged
+                cells = self._cells(self.jobs[job_id])
+                self._shown[job_id] = cells
+                columns = {column: cell for (column, _), cell in zip(COLUMNS, cells, strict=True)}
+                self._changed_cells[job_id] = columns
+            self._flush_cells()
+
     @property
     def selected_job_id(self) -> str | None:
         if not self.row_count:
@@ -134,7 +172,6 @@ class JobsTable(DataTable[object]):
         return str(key.value)
 
     def _cells(self, job: JobRow) -> tuple[object, ...]:
-        status_style = theme_style(self.app, STATUS_COLOURS.get(job.status, "foreground"))
         age = format_age((self.now - job.created_at).total_seconds()) if self.now else ""
         last_event: object = job.last_event or ""
         if job.waiting_permission:
@@ -144,7 +181,7 @@ class JobsTable(DataTable[object]):
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
         return (
             _plain(job.job_id),
-            as_text(job.status, style=status_style),
+            state_text(self.app, job.state),
             _plain(job.agent),
             _plain(_clipped(job.agent_session, SESSION_CELLS)),
             _plain(age),
@@ -251,7 +288,7 @@ class JobsTable(DataTable[object]):
                 else:
                     self.waiting.discard(job.job_id)
                 if matches(job, self.filter_text):
-                    order = row_order(job)
+                    order = order_key(job, self.sort_column, self.sort_reverse)
                     previous = self._orders.get(job.job_id)
                     if previous is None:  # a new row is appended: fine below the last one
                         out_of_order |= self._last_order is not None and order < self._last_order
@@ -269,11 +306,36 @@ class JobsTable(DataTable[object]):
         self.describe()
 
     def _sort_rows(self, selected: str | None) -> None:
-        """Put every row back in `row_order`, the cursor staying on the job it was on."""
+        """Put every row back in order, the cursor staying on the job it was on."""
         self.sort("job_id", key=lambda cell: self._orders[str(cell)])
         self._last_order = max(self._orders.values(), default=None)
         if selected is not None and selected in self._shown:
             self.move_cursor(row=self.get_row_index(selected), animate=False, scroll=False)
+
+    def sort_by(self, column: str | None) -> None:
+        """Order the rows by `column` (a key of SORT_COLUMNS; the same column again
+        reverses it), by the default order for "", or leave them for None."""
+        if column is None:
+            return
+        self.sort_reverse = column == self.sort_column and column != "" and not self.sort_reverse
+        self.sort_column = column
+        for key, label in COLUMNS:
+            marker = (" ▼" if self.sort_reverse else " ▲") if key == column else ""
+            self.columns[ColumnKey(key)].label = Text(label + marker)
+        selected = self.selected_job_id
+        for job_id in self._orders:
+            self._orders[job_id] = order_key(self.jobs[job_id], column, self.sort_reverse)
+        if self._orders:
+            self._sort_rows(selected)
+        self._require_update_dimensions = True
+        self.refresh()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it (again: the other way round)."""
+        event.stop()
+        key = str(event.column_key.value)
+        if key in SORT_BY_KEY:
+            self.sort_by(key)
 
     def describe(self) -> None:
         """The border's "N of M" and, with no row shown, what the table area says."""

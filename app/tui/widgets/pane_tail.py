@@ -20,8 +20,10 @@ from app.tui.safe_text import as_text
 
 POLL_INTERVAL_S = 0.1  # at most ten repaints a second, however fast the agent prints
 INITIAL_BYTES = 256 * 1024  # of an existing log, replayed to rebuild its screen
-READ_BYTES = 64 * 1024
-SKIP_AHEAD_BYTES = 4 * INITIAL_BYTES  # more unread than this: jump ahead (output floods)
+# The main screen's live preview follows the cursor from pane to pane: each move replays
+# the new pane's log through the emulator (~0.5 ms a line here), so it replays less.
+PREVIEW_BYTES = 32 * 1024
+READ_BYTES = 16 * 1024  # fed between looks at cancellation: a moved cursor stops a replay
 MAX_LINES = 2000
 NO_LOG = "(no pane log for this job yet)"
 
@@ -53,8 +55,11 @@ class PaneTail(ScrollView, can_focus=True):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, PaneTail.Rendered) and message.path == self.path
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, *, replay_bytes: int = INITIAL_BYTES, **kwargs: object) -> None:
+        """`replay_bytes`: how much of an existing log is replayed to rebuild its screen;
+        four times that unread makes it jump ahead (output floods)."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.replay_bytes = replay_bytes
         self.path: Path | None = None
         self._lines: list[Text] = []
         self._strips: dict[int, Strip] = {}
@@ -92,15 +97,16 @@ class PaneTail(ScrollView, can_focus=True):
         with path.open("rb") as handle:
             while not worker.is_cancelled:
                 size = os.fstat(handle.fileno()).st_size
-                if size < handle.tell() or size - handle.tell() > SKIP_AHEAD_BYTES:
+                skip_ahead = 4 * self.replay_bytes
+                if size < handle.tell() or size - handle.tell() > skip_ahead:
                     # the log was cut, or grows faster than it is worth replaying:
-                    # rebuild the screen from its last INITIAL_BYTES
+                    # rebuild the screen from its last replay_bytes
                     terminal = TerminalEmulator()
-                    handle.seek(max(size - INITIAL_BYTES, 0))
+                    handle.seek(max(size - self.replay_bytes, 0))
                     if handle.tell():
                         handle.readline()  # start on a line, not inside an escape sequence
                 fed = 0
-                while fed < SKIP_AHEAD_BYTES and (chunk := handle.read(READ_BYTES)):
+                while fed < skip_ahead and (chunk := handle.read(READ_BYTES)):
                     terminal.feed(chunk)
                     fed += len(chunk)
                     if worker.is_cancelled:
