@@ -126,10 +126,12 @@ def _asked(job: Job) -> tuple[tuple[str, str], ...]:
     if not job.waiting:
         return ()
     seen = observation_of(job.activity, job.activity_source, job.activity_data)
-    if seen is None:  # a permission_required event the agent published
-        return (("question", job.last_detail or ""), ("seen by", "event published by the agent"))
+    published = "its agent's own permission_required event"
+    if seen is None:
+        return (("question", job.last_detail or ""), ("seen by", published))
     pairs = [("question", seen.question), ("tool", seen.tool), ("command", seen.command)]
-    pairs.append(("seen by", describe_source(seen.source)))
+    by = published if seen.source.startswith("publish:") else describe_source(seen.source)
+    pairs.append(("seen by", by))
     return tuple((label, text) for label, text in pairs if text)
 
 

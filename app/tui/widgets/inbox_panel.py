@@ -20,7 +20,11 @@ from registry.wording import counted
 TICK_S = 1.0  # "waited" counts up by the second
 PANEL_ROWS = 5  # jobs listed; more are counted on the last line (w lists them all)
 QUESTION_CELLS = 70
-KEYS_HINT = "y yes · n no · a always · tab next · w inbox"
+
+def keys_hint(rows: tuple[JobRow, ...]) -> str:
+    """The keys that answer these jobs (`a` only if one of their agents has always)."""
+    always = " · a always" if any("always" in job.answers for job in rows) else ""
+    return f"y yes · n no{always} · tab next · w inbox"
 
 
 def waited(job: JobRow, now: datetime | None) -> str:
@@ -66,7 +70,7 @@ class InboxPanel(Widget):
     def watch_rows(self, rows: tuple[JobRow, ...]) -> None:
         self.set_class(bool(rows), "-waiting")
         self.border_title = as_text(f"⚠ waiting for you: {len(rows)}")
-        self.border_subtitle = as_text(KEYS_HINT)
+        self.border_subtitle = as_text(keys_hint(rows))
 
     def render(self) -> Table:
         table = Table.grid(padding=(0, 2), expand=True)
