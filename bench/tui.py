@@ -23,6 +23,12 @@ Each case runs in its own subprocess (so `ru_maxrss` is that case's peak):
   apply (`publish->frame drawn`, measured with `call_after_refresh`). The second
   includes rendering; both count every event, also those whose row is scrolled
   out of view (the 100 live jobs sit at the top of the table, above the finished).
+* waiting -> bell and title: the same app and the same 1k ev/s of progress, while
+  another process makes one job of its own ask permission `--waits` times (a
+  `permission_required` event, then, 1 s later, progress: it works again). For each
+  wait, from just before that event is published to the moment the app has written
+  both the bell and the `orchestrate (1 waiting)` title to its terminal (the
+  needs-you signals' one writer, `TerminalSignals.write`, which records each write).
 """
 
 from __future__ import annotations
@@ -195,8 +201,8 @@ async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
     started_ms = 2**62  # events before the publisher starts are not measured
     original = app.main.apply_delta
 
-    def timed_apply(delta: Any, now: Any) -> None:
-        original(delta, now)
+    def timed_apply(delta: Any, now: Any) -> bool:
+        applied = original(delta, now)
         done = time.time() * 1000
         published = [
             e.ts.timestamp() * 1000
@@ -210,6 +216,7 @@ async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
             painted.extend(at - ts for ts in published)
 
         app.call_after_refresh(drawn)  # runs once the compositor has drawn the frame
+        return applied
 
     app.main.apply_delta = timed_apply  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
@@ -244,14 +251,81 @@ async def latency(state_dir: Path, rate: int, seconds: float) -> dict[str, Any]:
     }
 
 
+ASKER = "bench-asker"  # the agent of the job that asks (the publisher leaves it alone)
+WAIT_ON_S, WAIT_OFF_S = 1.0, 0.5  # a person's wait is seconds long; merged deltas hide shorter
+
+
+async def waits(state_dir: Path, rate: int, count: int) -> dict[str, Any]:
+    """Each wait of the asker's job -> the bell and the title written (see the docstring)."""
+    from collections import deque
+
+    app = control_room(state_dir)
+    app.signals.sent = deque(maxlen=100_000)
+    seconds = count * (WAIT_ON_S + WAIT_OFF_S) + 1
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.polls_applied:
+            await pilot.pause(0.05)
+        here = [sys.executable, __file__]
+        publisher = subprocess.Popen([*here, "_publish", str(state_dir), str(rate), str(seconds)])
+        asker = subprocess.Popen(
+            [*here, "_ask", str(state_dir), str(count)], stdout=subprocess.PIPE, text=True
+        )
+        while asker.poll() is None:
+            await pilot.pause(0.1)
+        asked = json.loads(asker.stdout.read())  # type: ignore[union-attr]
+        await pilot.pause(1.0)
+        publisher.wait()
+    sent = [(at * 1000, what) for at, what in app.signals.sent]
+    bells = [at for at, what in sent if what == "bell"]
+    titles = [(at, what) for at, what in sent if what.startswith("title ")]
+    latencies = []
+    starts = asked["asked_ms"]
+    for asked_ms, next_ms in zip(starts, [*starts[1:], float("inf")], strict=True):
+        # its own bell, rung before the next wait began; and the title saying so by then
+        # (it may say so already: the app saw no working in between, only a new wait)
+        bell = next((at for at in bells if asked_ms <= at < next_ms), None)
+        if bell is None:
+            continue
+        shown = [(at, what) for at, what in titles if at <= bell + 50]
+        if shown and shown[-1][1] == "title orchestrate (1 waiting)":
+            latencies.append(max(bell, shown[-1][0]) - asked_ms)
+    latencies.sort()
+    return {
+        "waits": len(asked["asked_ms"]),
+        "signalled": len(latencies),
+        "bells": len(bells),
+        "p50_ms": statistics.median(latencies) if latencies else float("nan"),
+        "p99_ms": latencies[max(0, int(len(latencies) * 0.99) - 1)] if latencies else float("nan"),
+        "max_ms": latencies[-1] if latencies else float("nan"),
+    }
+
+
+def ask(state_dir: Path, count: int) -> None:
+    """One job of its own asks permission `count` times, working in between."""
+    from registry.jobs import Registry
+
+    registry = Registry.open(state_dir, audited=False)
+    job = registry.register("ask and ask", ASKER, "bench-asker", sign_events=False)
+    registry.publish(job.job_id, "started", "asking")
+    time.sleep(WAIT_OFF_S)
+    asked_ms = []
+    for n in range(count):
+        asked_ms.append(time.time() * 1000)
+        registry.publish(job.job_id, "permission_required", f"Allow step {n}?")
+        time.sleep(WAIT_ON_S)
+        registry.publish(job.job_id, "progress", f"step {n} allowed")
+        time.sleep(WAIT_OFF_S)
+    print(json.dumps({"asked_ms": asked_ms}))
+
+
 def publish(state_dir: Path, rate: int, seconds: float) -> None:
     """Publish `rate` events/s round-robin over the live (pending/running) jobs."""
     from bus.db import now_ms
     from registry.jobs import Registry
 
     registry = Registry.open(state_dir, audited=False)
-    live = [job.job_id for job in registry.list(status="pending")]
-    live += [job.job_id for job in registry.list(status="running")]
+    live = [job.job_id for job in registry.list(status="pending") if job.agent != ASKER]
+    live += [job.job_id for job in registry.list(status="running") if job.agent != ASKER]
     total = int(rate * seconds)
     start = time.perf_counter()
     for n in range(total):
@@ -269,10 +343,15 @@ def child(argv: list[str]) -> None:
     if case == "_publish":
         publish(state, int(argv[2]), float(argv[3]))
         return
+    if case == "_ask":
+        ask(state, int(argv[2]))
+        return
     if case == "_minimal":
         result: dict[str, Any] = {"paint_s": asyncio.run(paint_minimal())}
     elif case == "_control":
         result = asyncio.run(paint_control_room(state))
+    elif case == "_waits":
+        result = asyncio.run(waits(state, int(argv[2]), int(argv[3])))
     else:
         result = asyncio.run(latency(state, int(argv[2]), float(argv[3])))
     result.setdefault("rss_mb", peak_rss_mb())
@@ -297,6 +376,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--state", type=Path, help="reuse (or build into) this state dir")
     parser.add_argument("--repeat", type=int, default=3, help="paint runs per app (median)")
+    parser.add_argument("--waits", type=int, default=20, help="permission waits to signal")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         state = args.state or Path(scratch) / "state"
@@ -310,6 +390,7 @@ def main() -> None:
         minimal = [run_child("_minimal") for _ in range(args.repeat)]
         control = [run_child("_control", str(state)) for _ in range(args.repeat)]
         live = run_child("_latency", str(state), str(args.rate), str(args.seconds))
+        signals = run_child("_waits", str(state), str(args.rate), str(args.waits))
     paint_min = statistics.median(r["paint_s"] for r in minimal) * 1000
     paint_ctl = statistics.median(r["paint_s"] for r in control) * 1000
     data_ctl = statistics.median(r["data_s"] for r in control) * 1000
@@ -342,6 +423,15 @@ def main() -> None:
         ("publish->frame drawn p50 (ms)", f"{live['painted_p50_ms']:.0f}", "", "incl. render"),
         ("publish->frame drawn p99 (ms)", f"{live['painted_p99_ms']:.0f}", "", ""),
         ("caught up after publisher stopped (ms)", f"{live['caught_up_ms']:.0f}", "", ""),
+        (
+            "waits signalled (bell and title) / asked",
+            f"{signals['signalled']} / {signals['waits']}",
+            "",
+            f"{signals['bells']} bells rung, at 1k ev/s of progress",
+        ),
+        ("waiting->bell and title p50 (ms)", f"{signals['p50_ms']:.0f}", "", ""),
+        ("waiting->bell and title p99 (ms)", f"{signals['p99_ms']:.0f}", "", "target <= 500 ms"),
+        ("waiting->bell and title max (ms)", f"{signals['max_ms']:.0f}", "", ""),
     ]
     print(f"\n{'measure':<40} {'control room':>16} {'minimal app':>12}  note")
     for name, ours, base, note in rows:

@@ -270,8 +270,7 @@ class ControlRoomApp(InboxActions):
             self.set_timer(0.02, lambda: self.post_message(self.DeltaReady()))
             return
         delta = self._mailbox.take()
-        if delta is not None:
-            self.main.apply_delta(delta, self.clock())
+        if delta is not None and self.main.apply_delta(delta, self.clock()):
             self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.waiting_jobs)
             self.polls_applied += 1
             if self.polls_applied == 1:  # once its rows are on screen

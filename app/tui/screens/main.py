@@ -102,11 +102,14 @@ class MainScreen(Screen[None]):
         self.query_one("#jobs").focus()
 
     # -- data -------------------------------------------------------------
-    def apply_delta(self, delta: Delta, now: datetime) -> None:
-        """Fold one (possibly merged) delta into every widget."""
+    def apply_delta(self, delta: Delta, now: datetime) -> bool:
+        """Fold one (possibly merged) delta into every widget (none while the app
+        shuts down: its widgets go before the screen does, and the poller still rings)."""
+        table = self._composed("#jobs", JobsTable)
+        if table is None:
+            return False
         self.snapshot = delta.snapshot
         self.problem = ""  # the registry was read
-        table = self.query_one("#jobs", JobsTable)
         announce = self.first_delta_applied
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
@@ -121,6 +124,7 @@ class MainScreen(Screen[None]):
         if announce:  # the jobs waiting at startup are counted in the header, not toasted
             for job_id in sorted(table.waiting - was_waiting):
                 self._announce_question(table.jobs[job_id])
+        return True
 
     def _announce_question(self, job: JobRow) -> None:
         """A job has just started waiting for a permission answer: say so, as
