@@ -87,8 +87,7 @@ class InboxActions(App[None]):
         else:
             self._answer_state(job_id, f"⚠ {reply}: not confirmed, still waiting")
             self.notify(
-                f"Answered {reply} to {job_id}, not confirmed: it is still waiting "
-                "(look at its pane: enter, or l)",
+                f"Answered {reply} to {job_id}, not confirmed: it is still waiting (its pane: l)",
                 severity="warning",
             )
 

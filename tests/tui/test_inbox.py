@@ -168,7 +168,7 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
     make_app: AppFactory, fake: FakeSource
 ) -> None:
     """The source answered but the registry never showed the agent moving on: the
-    inbox and the panel say "not confirmed", never "answered"."""
+    inbox and the panel say "not confirmed", never "confirmed", until it stops waiting."""
 
     def unconfirmed(job_id: str, reply: AnswerReply) -> AnswerOutcome:
         fake.calls.append(("answer", job_id, reply))
@@ -185,6 +185,8 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
         assert not any("confirmed: now" in n for n in notices(app))
         table = app.screen.query_one("#waiting", DataTable)
         await wait_until(pilot, lambda: str(table.get_row_at(0)[5]) == state)
+        fake.emit(WAITING, "progress", "moved on at last")  # the note goes with the wait
+        await wait_until(pilot, lambda: WAITING not in app.main.answering, "the note gone")
 
 
 async def test_a_refused_answer_is_said(make_app: AppFactory, fake: FakeSource) -> None:

@@ -117,6 +117,16 @@ class MainScreen(Screen[None]):
         waiting = tuple(sorted((table.jobs[job_id] for job_id in table.waiting), key=row_order))
         if waiting != self.waiting_rows:
             self.waiting_rows = waiting
+            # "not confirmed" is about a wait: once the job stops waiting it is old news
+            still = {job.job_id for job in waiting}
+            if any(
+                job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()
+            ):
+                self.answering = {
+                    job_id: state
+                    for job_id, state in self.answering.items()
+                    if job_id in still or not state.startswith("⚠")
+                }
         if delta.sessions is not None:
             self.query_one("#sessions", SessionsPanel).show_sessions(delta.sessions)
         self.query_one("#events", EventStream).add_events(delta.events)

@@ -21,6 +21,7 @@ TICK_S = 1.0  # "waited" counts up by the second
 PANEL_ROWS = 5  # jobs listed; more are counted on the last line (w lists them all)
 QUESTION_CELLS = 70
 
+
 def keys_hint(rows: tuple[JobRow, ...]) -> str:
     """The keys that answer these jobs (`a` only if one of their agents has always)."""
     always = " · a always" if any("always" in job.answers for job in rows) else ""
