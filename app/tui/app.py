@@ -522,7 +522,10 @@ class ControlRoomApp(InboxActions):
         own = [
             binding
             for binding in screen.BINDINGS
-            if isinstance(binding, Binding) and binding.show and binding.action != "app.back"
+            # app.* ones (esc, the inbox's y/n/a) are commands: listed once, below
+            if isinstance(binding, Binding)
+            and binding.show
+            and not binding.action.startswith("app.")
         ]
         commands = [
             command

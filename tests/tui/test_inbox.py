@@ -376,3 +376,15 @@ def test_waited_is_said_as_ages_are(when: datetime) -> None:
 
     job = JobRow("j", "running", "codex", "s", when, when, state_since=when)
     assert waited(job, FIXED_NOW) == ("0s" if when == FIXED_NOW else "3m")
+
+
+async def test_help_on_the_inbox_lists_each_key_once(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w", "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#keys", DataTable)
+        keys = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+        assert len(keys) == len(set(keys)) and {"y", "n", "a", "tab"} <= set(keys)
+        assert "w" not in keys  # w on the inbox does nothing

@@ -16,7 +16,7 @@ from textual.widgets.data_table import CellDoesNotExist
 from app.tui.commands import BACK, screen_keys
 from app.tui.safe_text import as_text
 from app.tui.source import JobRow
-from app.tui.widgets.inbox_panel import question_of, waited
+from app.tui.widgets.inbox_panel import QUESTION_CHARS, question_of, waited
 from app.tui.widgets.theme import theme_style
 from registry.activity import AGENT_NAMES
 from registry.wording import counted
@@ -123,7 +123,7 @@ class InboxScreen(Screen[None]):
             as_text(job.job_id, warning),
             as_text(job.agent),
             as_text(job.agent_session),
-            as_text(question_of(job)[:200]),
+            as_text(question_of(job)[:QUESTION_CHARS]),
             as_text(waited(job, now)),
             as_text(state, warning if state.startswith("⚠") else ""),
         )

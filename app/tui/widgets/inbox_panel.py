@@ -19,7 +19,7 @@ from registry.wording import counted
 
 TICK_S = 1.0  # "waited" counts up by the second
 PANEL_ROWS = 5  # jobs listed; more are counted on the last line (w lists them all)
-QUESTION_CELLS = 70
+QUESTION_CHARS = 300  # the column cuts it with an ellipsis; this bounds the work
 
 
 def keys_hint(rows: tuple[JobRow, ...]) -> str:
@@ -89,7 +89,7 @@ class InboxPanel(Widget):
                 as_text(job.job_id, warning),
                 as_text(job.agent),
                 as_text(job.agent_session, muted),
-                as_text(question_of(job)[: QUESTION_CELLS * 2]),
+                as_text(question_of(job)[:QUESTION_CHARS]),
                 as_text(waited(job, self.now), muted),
                 as_text(state, warning if state.startswith("⚠") else muted),
             )
