@@ -16,6 +16,7 @@ import pytest
 from fake_source import FakeSource, fixed_clock
 from memory_source import FIXED_NOW
 from rich.console import Console
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tui_helpers import loaded, notices, select, wait_until
 
@@ -291,6 +292,16 @@ def signal_app(fake: FakeSource, **settings: object) -> ControlRoomApp:
     )
 
 
+async def seen_again(pilot: Pilot[None], fake: FakeSource, job_id: str) -> None:
+    """The job's row comes again, unchanged, in a delta of its own, once drawn."""
+    app = pilot.app
+    with fake.lock:
+        fake.seq += 1
+        fake.changed_at[job_id] = fake.seq
+    polls = app.polls_applied  # type: ignore[attr-defined]
+    await wait_until(pilot, lambda: app.polls_applied > polls)  # type: ignore[attr-defined]
+
+
 def sent(app: ControlRoomApp) -> list[str]:
     return [what for _, what in app.signals.sent]
 
@@ -306,11 +317,7 @@ async def test_a_new_wait_rings_once_and_the_title_counts(fake: FakeSource) -> N
         fake.emit(SECOND, "permission_required", "Bash `npm test`")
         await wait_until(pilot, lambda: "title orchestrate (2 waiting)" in sent(app))
         assert sent(app).count("bell") == 1
-        with fake.lock:  # the same wait, in another delta: no second bell
-            fake.seq += 1
-            fake.changed_at[SECOND] = fake.seq
-        polls = app.polls_applied
-        await wait_until(pilot, lambda: app.polls_applied > polls)
+        await seen_again(pilot, fake, SECOND)  # the same wait, in another delta: no bell
         assert sent(app).count("bell") == 1
         await pilot.press("y")
         select(app, SECOND)
@@ -358,11 +365,7 @@ async def test_the_notify_command_runs_once_per_change(fake: FakeSource, tmp_pat
         fake.emit(SECOND, "permission_required", "Bash `npm test`")
         await wait_until(pilot, lambda: events() == [("needs_you", SECOND)], "needs_you")
         for _ in range(3):
-            with fake.lock:
-                fake.seq += 1
-                fake.changed_at[SECOND] = fake.seq
-            polls = app.polls_applied
-            await wait_until(pilot, lambda: app.polls_applied > polls)  # noqa: B023
+            await seen_again(pilot, fake, SECOND)
         fake.emit(WORKING, "completed", "all done")
         fake.emit(SECOND, "error", "tests failed")
         await wait_until(pilot, lambda: len(events()) == 3, "the two endings")

@@ -7,12 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
-from textual.pilot import Pilot
-from tui_helpers import loaded, settled, wait_until
+from test_snapshots import after
 
 from app.tui.app import ControlRoomApp
 
@@ -26,18 +24,6 @@ def two_waiting(fake: FakeSource, make_app: Callable[[], ControlRoomApp]) -> Con
     for job_id, ago in (("7b0e99a1", timedelta(minutes=4)), ("5f4e3d2c", timedelta(seconds=45))):
         fake.jobs[job_id] = replace(fake.jobs[job_id], state_since=FIXED_NOW - ago)
     return make_app()
-
-
-def after(*keys: str) -> Callable[[Pilot[Any]], Any]:
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await loaded(pilot)
-        events = pilot.app.query_one("#events")
-        await wait_until(pilot, lambda: 0 < events.max_scroll_y == events.scroll_y, "the log's end")
-        await settled(pilot)
-        await pilot.press(*keys)
-        await settled(pilot)
-
-    return run_before
 
 
 def test_main_screen_with_two_jobs_waiting(
