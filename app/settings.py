@@ -83,6 +83,33 @@ def worktree_mode_from_env(env: Mapping[str, str] | None = None) -> str:
     return text
 
 
+BELL_ENV = "ORCHESTRATE_BELL"
+TITLE_ENV = "ORCHESTRATE_TITLE"
+NOTIFY_CMD_ENV = "ORCHESTRATE_NOTIFY_CMD"
+_SWITCH_WORDS = {"on": True, "1": True, "yes": True, "true": True}
+_SWITCH_WORDS |= {"off": False, "0": False, "no": False, "false": False}
+
+
+def switch_from_env(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """An on/off setting such as ORCHESTRATE_BELL or ORCHESTRATE_TITLE: on unless
+    set to off (or 0, no, false)."""
+    env = os.environ if env is None else env
+    text = env.get(name, "").strip().lower()
+    if not text:
+        return True
+    if text not in _SWITCH_WORDS:
+        raise SettingsError(f"{name} must be on or off, got {text[:24]!r}")
+    return _SWITCH_WORDS[text]
+
+
+def notify_cmd_from_env(env: Mapping[str, str] | None = None) -> str:
+    """ORCHESTRATE_NOTIFY_CMD: the command run (argv words, never a shell) with a job's
+    JSON on stdin when it starts waiting on a person or ends; "" for none. Checked
+    where it is used (app/orchestration/notify.py), so the message names the flag too."""
+    env = os.environ if env is None else env
+    return env.get(NOTIFY_CMD_ENV, "").strip()
+
+
 def find_state_dir(
     flag: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Path:

@@ -27,6 +27,14 @@ Each case runs in its own subprocess (so `ru_maxrss` is that case's peak):
   lines a second each, from another process), the live preview (the `l` split) is open
   and the cursor moves to the next of them every 0.5 s, so the preview re-reads and
   re-renders a pane through the terminal emulator; its redraws per second are counted.
+* waiting -> bell and title: the same app and the same 1k ev/s of progress, while
+  another process makes one job of its own ask permission `--waits` times (a
+  `permission_required` event, then, 1 s later, progress: it works again). For each
+  wait, from the moment the registry records it (the activity change stamped in the
+  event's own transaction, as publish->row starts from the bus row) to the moment
+  the app has written
+  both the bell and the `orchestrate (1 waiting)` title to its terminal (the
+  needs-you signals' one writer, `TerminalSignals.write`, which records each write).
 """
 
 from __future__ import annotations
@@ -234,8 +242,8 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
     started_ms = 2**62  # events before the publisher starts are not measured
     original = app.main.apply_delta
 
-    def timed_apply(delta: Any, now: Any) -> None:
-        original(delta, now)
+    def timed_apply(delta: Any, now: Any) -> bool:
+        applied = original(delta, now)
         done = time.time() * 1000
         published = [
             e.ts.timestamp() * 1000
@@ -249,6 +257,7 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
             painted.extend(at - ts for ts in published)
 
         app.call_after_refresh(drawn)  # runs once the compositor has drawn the frame
+        return applied
 
     app.main.apply_delta = timed_apply  # type: ignore[method-assign]
     renders: list[float] = []  # when the preview drew a new screen of its pane
@@ -318,14 +327,82 @@ def _max_per_second(times: list[float]) -> int:
     return best
 
 
+ASKER = "bench-asker"  # the agent of the job that asks (the publisher leaves it alone)
+WAIT_ON_S, WAIT_OFF_S = 1.0, 0.5  # a person's wait is seconds long; merged deltas hide shorter
+
+
+async def waits(state_dir: Path, rate: int, count: int) -> dict[str, Any]:
+    """Each wait of the asker's job -> the bell and the title written (see the docstring)."""
+    from collections import deque
+
+    app = control_room(state_dir)
+    app.signals.sent = deque(maxlen=100_000)
+    seconds = count * (WAIT_ON_S + WAIT_OFF_S) + 1
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.polls_applied:
+            await pilot.pause(0.05)
+        here = [sys.executable, __file__]
+        publisher = subprocess.Popen([*here, "_publish", str(state_dir), str(rate), str(seconds)])
+        asker = subprocess.Popen(
+            [*here, "_ask", str(state_dir), str(count)], stdout=subprocess.PIPE, text=True
+        )
+        while asker.poll() is None:
+            await pilot.pause(0.1)
+        asked = json.loads(asker.stdout.read())  # type: ignore[union-attr]
+        await pilot.pause(1.0)
+        publisher.wait()
+    sent = [(at * 1000, what) for at, what in app.signals.sent]
+    bells = [at for at, what in sent if what == "bell"]
+    titles = [(at, what) for at, what in sent if what.startswith("title ")]
+    latencies = []
+    starts = asked["asked_ms"]
+    for asked_ms, next_ms in zip(starts, [*starts[1:], float("inf")], strict=True):
+        # its own bell, rung before the next wait began; and the title saying so by then
+        # (it may say so already: the app saw no working in between, only a new wait)
+        bell = next((at for at in bells if asked_ms <= at < next_ms), None)
+        if bell is None:
+            continue
+        shown = [(at, what) for at, what in titles if at <= bell + 50]
+        if shown and shown[-1][1] == "title orchestrate (1 waiting)":
+            latencies.append(max(bell, shown[-1][0]) - asked_ms)
+    latencies.sort()
+    return {
+        "waits": len(asked["asked_ms"]),
+        "signalled": len(latencies),
+        "bells": len(bells),
+        "p50_ms": statistics.median(latencies) if latencies else float("nan"),
+        "p99_ms": latencies[max(0, int(len(latencies) * 0.99) - 1)] if latencies else float("nan"),
+        "max_ms": latencies[-1] if latencies else float("nan"),
+    }
+
+
+def ask(state_dir: Path, count: int) -> None:
+    """One job of its own asks permission `count` times, working in between."""
+    from registry.jobs import Registry
+
+    registry = Registry.open(state_dir, audited=False)
+    job = registry.register("ask and ask", ASKER, "bench-asker", sign_events=False)
+    registry.publish(job.job_id, "started", "asking")
+    time.sleep(WAIT_OFF_S)
+    asked_ms = []
+    for n in range(count):
+        registry.publish(job.job_id, "permission_required", f"Allow step {n}?")
+        # when the registry says the wait began (stamped in the event's transaction)
+        asked_ms.append(registry.get(job.job_id).activity_at_ms)
+        time.sleep(WAIT_ON_S)
+        registry.publish(job.job_id, "progress", f"step {n} allowed")
+        time.sleep(WAIT_OFF_S)
+    print(json.dumps({"asked_ms": asked_ms}))
+
+
 def publish(state_dir: Path, rate: int, seconds: float) -> None:
     """Publish `rate` events/s round-robin over the live (pending/running) jobs."""
     from bus.db import now_ms
     from registry.jobs import Registry
 
     registry = Registry.open(state_dir, audited=False)
-    live = [job.job_id for job in registry.list(status="pending")]
-    live += [job.job_id for job in registry.list(status="running")]
+    live = [job.job_id for job in registry.list(status="pending") if job.agent != ASKER]
+    live += [job.job_id for job in registry.list(status="running") if job.agent != ASKER]
     total = int(rate * seconds)
     start = time.perf_counter()
     for n in range(total):
@@ -346,10 +423,15 @@ def child(argv: list[str]) -> None:
     if case == "_panes":
         write_panes(state, argv[3:], float(argv[2]))
         return
+    if case == "_ask":
+        ask(state, int(argv[2]))
+        return
     if case == "_minimal":
         result: dict[str, Any] = {"paint_s": asyncio.run(paint_minimal())}
     elif case == "_control":
         result = asyncio.run(paint_control_room(state))
+    elif case == "_waits":
+        result = asyncio.run(waits(state, int(argv[2]), int(argv[3])))
     else:
         result = asyncio.run(latency(state, int(argv[2]), float(argv[3]), int(argv[4])))
     result.setdefault("rss_mb", peak_rss_mb())
@@ -377,6 +459,7 @@ def main() -> None:
     parser.add_argument(
         "--preview", type=int, default=10, help="agents printing into their panes, previewed"
     )
+    parser.add_argument("--waits", type=int, default=20, help="permission waits to signal")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         state = args.state or Path(scratch) / "state"
@@ -392,6 +475,8 @@ def main() -> None:
         live = run_child(
             "_latency", str(state), str(args.rate), str(args.seconds), str(args.preview)
         )
+        signals = run_child("_waits", str(state), str(args.rate), str(args.waits))
+        quiet = run_child("_waits", str(state), "0", str(args.waits))
     paint_min = statistics.median(r["paint_s"] for r in minimal) * 1000
     paint_ctl = statistics.median(r["paint_s"] for r in control) * 1000
     data_ctl = statistics.median(r["data_s"] for r in control) * 1000
@@ -436,6 +521,21 @@ def main() -> None:
         ("publish->frame drawn p50 (ms)", f"{live['painted_p50_ms']:.0f}", "", "incl. render"),
         ("publish->frame drawn p99 (ms)", f"{live['painted_p99_ms']:.0f}", "", ""),
         ("caught up after publisher stopped (ms)", f"{live['caught_up_ms']:.0f}", "", ""),
+        (
+            "waits signalled (bell and title) / asked",
+            f"{signals['signalled']} / {signals['waits']}",
+            "",
+            f"{signals['bells']} bells rung, at 1k ev/s of progress",
+        ),
+        ("waiting->bell and title p50 (ms)", f"{signals['p50_ms']:.0f}", "", ""),
+        ("waiting->bell and title p99 (ms)", f"{signals['p99_ms']:.0f}", "", "target <= 500 ms"),
+        ("waiting->bell and title max (ms)", f"{signals['max_ms']:.0f}", "", ""),
+        (
+            "waiting->bell and title, quiet bus p50/p99",
+            f"{quiet['p50_ms']:.0f} / {quiet['p99_ms']:.0f}",
+            "",
+            f"{quiet['signalled']} / {quiet['waits']} signalled; no other events",
+        ),
     ]
     print(f"\n{'measure':<40} {'control room':>16} {'minimal app':>12}  note")
     for name, ours, base, note in rows:

@@ -34,6 +34,9 @@ SESSION_STATUS: Final = "session.status"
 QUEUE_NUDGE: Final = "queue.nudge"
 CONTROL_STARTED: Final = "control.started"
 """A control room started (written by the TUI; the history counts restarts)."""
+CONTROL_NOTIFIED: Final = "control.notified"
+"""A needs-you or finished signal was announced to the notify command, filed under
+"<job_id>:notify:<mark>" so it is announced once (registry/needs_you.py)."""
 
 RESERVED_PREFIXES: Final = ("job.", "session.", "queue.", "control.")
 """Every type the registry and the control room write, and any they may add, is

@@ -260,6 +260,7 @@ async def main(out_dir: Path) -> None:
                 "help": ("question_mark",),
                 "cancel_confirm": ("c",),
                 "history": ("h",),
+                "inbox": ("w",),  # the permission inbox: beta's job asks about pyproject.toml
             }
             for name, keys in shots.items():
                 print(await shoot(name, keys, state_dir, clock.ms, out_dir))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from app.orchestration import Orchestrator
+from app.orchestration.notify import background_watch
 from app.orchestration.supervisor import IDLE_EXIT_SEC, PASS_INTERVAL_SEC
 from app.orchestration.supervisor import supervise as run
-from app.settings import Settings
+from app.settings import Settings, notify_cmd_from_env
 
 
 @click.command()
@@ -25,11 +26,22 @@ from app.settings import Settings
 @click.pass_obj
 def supervise(settings: Settings, interval: float, idle_exit: float) -> None:
     """Keep observing running agents (activity, done, interrupted) until none runs.
-    Started by itself when an agent starts; one per state dir."""
+    Started by itself when an agent starts; one per state dir. With
+    ORCHESTRATE_NOTIFY_CMD in its environment it also runs that command when a job
+    starts waiting on a person or ends (once per change, shared with control rooms)."""
+    orchestrator = Orchestrator(settings)
+
+    def report(line: str) -> None:
+        click.echo(line, err=True)
+
+    watch = background_watch(orchestrator.registry, notify_cmd_from_env(), report)
     code = run(
-        Orchestrator(settings),
+        orchestrator,
         interval=interval,
         idle_exit_sec=idle_exit,
-        report=lambda line: click.echo(line, err=True),
+        report=report,
+        after_pass=watch.check if watch is not None else None,
     )
+    if watch is not None:
+        watch.notifier.close()
     raise click.exceptions.Exit(code)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from app.orchestration import MAX_DEMO_AGENTS
-from app.settings import Settings
+from app.settings import (
+    BELL_ENV,
+    NOTIFY_CMD_ENV,
+    TITLE_ENV,
+    Settings,
+    notify_cmd_from_env,
+    switch_from_env,
+)
 
 
 @click.command()
@@ -19,11 +26,48 @@ from app.settings import Settings
     show_default=True,
     help="How many demo agents (with --demo).",
 )
+@click.option(
+    "--bell/--no-bell",
+    default=None,
+    help=f"Ring the terminal bell when a job starts waiting on you (default: on; {BELL_ENV}).",
+)
+@click.option(
+    "--title/--no-title",
+    default=None,
+    help=f"Set the terminal title to `orchestrate (N waiting)` (default: on; {TITLE_ENV}).",
+)
+@click.option(
+    "--notify-cmd",
+    metavar="CMD",
+    default=None,
+    help="Run CMD (words split as a shell would, run without one) with the job as JSON on "
+    "stdin when a job starts waiting on you or ends; '' for none "
+    f"(default: ${NOTIFY_CMD_ENV}).",
+)
 @click.pass_obj
-def watch(settings: Settings, demo: bool, agents: int) -> None:
+def watch(
+    settings: Settings,
+    demo: bool,
+    agents: int,
+    bell: bool | None,
+    title: bool | None,
+    notify_cmd: str | None,
+) -> None:
     """Open the control room: live jobs, sessions, events and actions."""
+    from app.orchestration.notify import NotifyCommand
+
+    command = (
+        NotifyCommand.parse(notify_cmd)
+        if notify_cmd is not None
+        else NotifyCommand.from_env(notify_cmd_from_env())
+    )
+    signals_bell = switch_from_env(BELL_ENV) if bell is None else bell
+    signals_title = switch_from_env(TITLE_ENV) if title is None else title
+
     from app.tui.app import ControlRoomApp
+    from app.tui.needs_you import SignalSettings
     from app.tui.registry_source import open_source
 
     source = open_source(settings)
-    ControlRoomApp(source, demo_agents=agents if demo else 0).run()
+    signals = SignalSettings(bell=signals_bell, title=signals_title, notify=command)
+    ControlRoomApp(source, demo_agents=agents if demo else 0, signals=signals).run()

@@ -110,9 +110,11 @@ def supervise(
     interval: float = PASS_INTERVAL_SEC,
     idle_exit_sec: float = IDLE_EXIT_SEC,
     report: Callable[[str], None] = lambda line: None,
+    after_pass: Callable[[], None] | None = None,
 ) -> int:
     """Run passes until idle for ``idle_exit_sec`` (no running job) or the tmux server
-    and the state dir are gone; 0, or 3 when another supervisor already runs."""
+    and the state dir are gone; 0, or 3 when another supervisor already runs.
+    ``after_pass`` runs after each pass (the notify command's watch)."""
     state_dir = orchestrator.settings.state_dir
     with held_lock(state_dir, patience_sec=1.0) as lock:
         if lock is None:
@@ -132,6 +134,11 @@ def supervise(
                 report(f"pass failed: {exc}")
                 time.sleep(interval * 4)
                 continue
+            if after_pass is not None:
+                try:
+                    after_pass()
+                except Exception as exc:  # as a failed pass: said, then tried again next pass
+                    report(f"after the pass: {exc}")
             line = summary.summary()
             if summary.acted and line != last:
                 report(f"{time.strftime('%H:%M:%S')} {line}")

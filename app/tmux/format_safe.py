@@ -34,6 +34,16 @@ def argument_literal(text: str) -> str:
     return f"{text[:-1]}\\;" if text.endswith(";") else text
 
 
+def expanded_literal(text: str) -> str:
+    """``text`` that tmux expands as a format but never parses as an argument: the
+    output of a `#(command)` in the status line, which tmux expands again.
+
+    >>> expanded_literal("#(reboot) ok;")
+    '##(reboot) ok;'
+    """
+    return _HASHES.sub(lambda run: run.group() * 2, text)
+
+
 def format_literal(text: str) -> str:
     """``text`` as an argument tmux expands as a format, so that it comes out as written.
 
@@ -42,4 +52,4 @@ def format_literal(text: str) -> str:
     >>> format_literal("#[fg=red] ##[b]")
     '#[fg=red] ##[b]'
     """
-    return argument_literal(_HASHES.sub(lambda run: run.group() * 2, text))
+    return argument_literal(expanded_literal(text))

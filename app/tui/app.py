@@ -23,12 +23,15 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.tmux.attach import RETURN_KEY_LABEL, AttachCommand
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
+from app.tui.inbox_actions import InboxActions
 from app.tui.mailbox import DeltaMailbox
+from app.tui.needs_you import SignalSettings, TerminalSignals
 from app.tui.safe_text import visible
 from app.tui.screens.attach_hint import AttachHintScreen
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
+from app.tui.screens.inbox import InboxScreen
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
@@ -58,7 +61,7 @@ HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a r
 BUSY_POLL_S = 0.015  # while events flow: ~20 per delta at 1k ev/s, each row ~20 ms late
 
 
-class ControlRoomApp(App[None]):
+class ControlRoomApp(InboxActions):
     """Live jobs, sessions and events; every source call runs in a thread worker."""
 
     CSS_PATH = Path(__file__).parent / "control_room.tcss"  # absolute: subclasses live elsewhere
@@ -116,13 +119,16 @@ class ControlRoomApp(App[None]):
         history_recheck_s: float | None = HISTORY_RECHECK_S,
         demo_agents: int = 0,
         take_terminal: Callable[[list[str]], int] | None = None,
+        signals: SignalSettings | None = None,
     ) -> None:
         """`reconcile_interval_s=None` leaves liveness to others (snapshots, benches);
         `history_read_ahead_s` after the first delta the History screen's data is
         read (None: when `h` asks), and then every `history_recheck_s` it is read
         again if its files changed; `demo_agents` starts that many real demo agents
         once the app is up; `take_terminal` runs a command that needs the terminal
-        (an attach) and returns its exit status (default: the app suspends itself)."""
+        (an attach) and returns its exit status (default: the app suspends itself);
+        `signals`: bell, terminal title and notify command when a job starts waiting
+        on a person (all but the notify command on by default)."""
         super().__init__()
         self.source = source
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -140,6 +146,16 @@ class ControlRoomApp(App[None]):
         self.take_terminal = take_terminal or self._suspended
         self.attach_hint_shown = False  # the first attach of a run explains the return key
         self.installed_agents: list[str] | None = None  # agent kinds on PATH (read once)
+        self.signals = TerminalSignals(
+            self,
+            signals or SignalSettings(),
+            claim=source.claim_signal,
+            report=self._report_signal_problem,
+        )
+
+    def _report_signal_problem(self, line: str) -> None:
+        """A notify command that failed (from its thread): one notice per problem."""
+        self.post_message(self.Notice(line, "warning"))
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
@@ -175,6 +191,7 @@ class ControlRoomApp(App[None]):
         # The first poll reads a screenful of jobs and events: started after the
         # first frame, so its Python work does not contend with that frame for the GIL.
         self.call_after_refresh(self._poll)
+        self.signals.opened()
         self.set_interval(self.age_refresh_s, lambda: self.main.refresh_ages(self.clock()))
         self._start()
         self._bridge()
@@ -188,6 +205,7 @@ class ControlRoomApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop_bridge.set()
+        self.signals.closed()
 
     # -- start, demo and reconcile ------------------------------------------
     @work(thread=True, exit_on_error=False, group="start", description="Opening the registry")
@@ -281,20 +299,24 @@ class ControlRoomApp(App[None]):
             self.set_timer(0.02, lambda: self.post_message(self.DeltaReady()))
             return
         delta = self._mailbox.take()
-        if delta is not None:
-            try:
-                self.main.apply_delta(delta, self.clock())
-            except NoMatches:  # the app is closing: its screen's widgets are being removed
-                return
-            self.polls_applied += 1
-            if self.polls_applied == 1:  # once its rows are on screen
-                self.call_after_refresh(self._freeze_startup_heap)
-                if self.history_read_ahead_s is not None:
-                    self.set_timer(self.history_read_ahead_s, self._read_history_ahead)
-                if self.history_recheck_s is not None:
-                    self.set_interval(self.history_recheck_s, self._read_history_ahead)
-            for notice in delta.notices:
-                self.notify(notice, severity="warning", timeout=8)
+        if delta is None:
+            return
+        try:
+            applied = self.main.apply_delta(delta, self.clock())
+        except NoMatches:  # the app is closing: its screen's widgets are being removed
+            return
+        if not applied:
+            return
+        self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.waiting_jobs)
+        self.polls_applied += 1
+        if self.polls_applied == 1:  # once its rows are on screen
+            self.call_after_refresh(self._freeze_startup_heap)
+            if self.history_read_ahead_s is not None:
+                self.set_timer(self.history_read_ahead_s, self._read_history_ahead)
+            if self.history_recheck_s is not None:
+                self.set_interval(self.history_recheck_s, self._read_history_ahead)
+        for notice in delta.notices:
+            self.notify(notice, severity="warning", timeout=8)
 
     def _read_history_ahead(self) -> None:
         """The first `h` of a session then opens the History screen without
@@ -384,6 +406,10 @@ class ControlRoomApp(App[None]):
             return False  # h on the History screen itself: nothing to do, not in its footer
         if action in {"open_job", "sort"} and not isinstance(self.screen, MainScreen):
             return False  # a job's page, sorting: from the jobs table only
+        if action == "inbox" and isinstance(self.screen, InboxScreen):
+            return False
+        if action == "next_waiting":  # tab moves focus as usual on the other screens
+            return isinstance(self.screen, MainScreen | InboxScreen)
         return selects_jobs or action not in JOB_ACTIONS
 
     def _selected_job(self) -> str | None:
@@ -590,16 +616,6 @@ class ControlRoomApp(App[None]):
 
         self.push_screen(StopSessionScreen(label), chosen)
 
-    def action_answer(self, yes: bool) -> None:
-        if not (job_id := self._selected_job()):
-            return
-        job = self._job_row(job_id)
-        if job is not None and not job.waiting_permission:
-            self.notify(f"Job {job_id} is not waiting for an answer", severity="warning")
-            return
-        answer = "yes" if yes else "no"
-        self._call(f"Answering {job_id}", f"Answered {answer} to {job_id}", "answer", job_id, yes)
-
     def action_toggle_log(self) -> None:
         if isinstance(self.screen, JobDetailScreen):
             self.screen.query_one("#detail-tail").toggle_class("-hidden")
@@ -663,7 +679,10 @@ class ControlRoomApp(App[None]):
         own = [
             binding
             for binding in screen.BINDINGS
-            if isinstance(binding, Binding) and binding.show and binding.action != "app.back"
+            # app.* ones (esc, the inbox's y/n/a) are commands: listed once, below
+            if isinstance(binding, Binding)
+            and binding.show
+            and not binding.action.startswith("app.")
         ]
         commands = [
             command

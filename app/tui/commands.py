@@ -22,6 +22,9 @@ class Command:
     help: str  # one sentence, for the palette and the help screen
     key_display: str | None = None
     show: bool = True
+    screen_key: bool = False
+    """Also bound on the screens that list jobs (`screen_binding`): Textual's
+    Screen binds this key itself (tab: focus next), and a screen's binding wins."""
 
     @property
     def binding(self) -> Binding:
@@ -33,6 +36,24 @@ class Command:
             key_display=self.key_display,
             tooltip=self.help,
             id=f"control-room.{self.name}",
+        )
+
+    @property
+    def screen_binding(self) -> Binding:
+        """The binding for a screen's own BINDINGS: the same command, run on the app."""
+        return self.bound_on_screen(show=self.show)
+
+    def bound_on_screen(self, *, show: bool) -> Binding:
+        """This command in a screen's BINDINGS (a screen's footer may show what the
+        main footer leaves out: the inbox shows n and a)."""
+        return Binding(
+            self.key,
+            f"app.{self.action}",
+            self.description,
+            show=show,
+            key_display=self.key_display,
+            tooltip=self.help,
+            id=f"control-room.screen.{self.name}",
         )
 
 
@@ -47,7 +68,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("talk", "i", "talk", "Talk", "Send the agent a message, as if typed at its prompt"),
     Command("detail", "d", "open_job", "Detail", "The job's page: timeline, prompt, work tree"),
-    Command("new", "n", "new_job", "New", "Submit a new job to an agent session"),
+    Command(
+        "new", "plus", "new_job", "New", "Submit a new job to an agent session", key_display="+"
+    ),
     Command("cancel", "c", "cancel_job", "Cancel", "Cancel the selected job (asks first)"),
     Command(
         "resume",
@@ -66,9 +89,33 @@ COMMANDS: tuple[Command, ...] = (
         show=False,
     ),
     Command("sort", "s", "sort", "Sort", "Sort the jobs: s, then a column's letter", show=False),
-    Command("yes", "y", "answer(True)", "Yes", "Answer yes to the job's permission prompt"),
+    Command("yes", "y", "answer('yes')", "Yes", "Answer yes to the job waiting on you"),
+    Command("no", "n", "answer('no')", "No", "Answer no to the job waiting on you", show=False),
     Command(
-        "no", "N", "answer(False)", "No", "Answer no to the job's permission prompt", show=False
+        "always",
+        "a",
+        "answer('always')",
+        "Always",
+        "Answer always (where its agent has that answer)",
+        show=False,
+    ),
+    Command(
+        "inbox",
+        "w",
+        "inbox",
+        "Inbox",
+        "List the jobs waiting on you, to answer them",
+        show=False,  # the waiting panel says `w inbox` whenever it matters
+    ),
+    Command(
+        "next",
+        "tab",
+        "next_waiting",
+        "Next ⚠",
+        "Jump to the next job waiting on you",
+        key_display="tab",
+        show=False,
+        screen_key=True,
     ),
     Command(
         "diff", "v", "review_job", "Review", "Review the job's diff: approve, send back", show=False
@@ -126,6 +173,14 @@ NAVIGATION: tuple[tuple[str, str, str, str], ...] = (
 NAVIGATION_BINDINGS: list[BindingType] = [
     Binding(key, action, name, tooltip=help, show=False) for key, action, name, help in NAVIGATION
 ]
+
+SCREEN_BINDINGS: list[BindingType] = [c.screen_binding for c in COMMANDS if c.screen_key]
+"""For the screens that list jobs (main, inbox): their keys that Screen binds too."""
+
+
+def screen_keys(*names: str) -> list[BindingType]:
+    """The named commands bound on a screen with their keys in its footer."""
+    return [command.bound_on_screen(show=True) for command in COMMANDS if command.name in names]
 
 
 def command_named(name: str) -> Command | None:

@@ -23,14 +23,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
-from app.agents import built_in_adapters
+from app.agents import adapter_for, built_in_adapters
+from app.agents.base import ANSWERS as ANSWER_ORDER
 from app.orchestration import Orchestrator
+from app.orchestration.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
-from app.tmux.errors import TmuxError
+from app.tmux.errors import AnswerNotReceived, TmuxError
 from app.tui.source import (
+    AnswerOutcome,
+    AnswerReply,
     BrokerState,
     Delta,
     EventRow,
@@ -47,10 +51,10 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
-from registry.activity import observation_of
-from registry.errors import RegistryError
+from registry.activity import describe_source, observation_of
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
+from registry.needs_you import Signal, claim, watched
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
 
@@ -66,6 +70,10 @@ RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
+ANSWERS: tuple[AnswerReply, ...] = ("yes", "no")
+MOVED_ON_SEC = 6.0
+"""After the answer went in: how long the registry has to show the agent moving on
+(the supervisor or the control room's reconcile records it within a pass or two)."""
 
 
 def _ts(ms: int) -> datetime:
@@ -79,7 +87,9 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
         return _ts(fallback_ms)
 
 
-def job_row(job: Job, status_reason: str | None = None) -> JobRow:
+def job_row(
+    job: Job, status_reason: str | None = None, answers: tuple[AnswerReply, ...] = ("yes", "no")
+) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
     job got its status when no event of its agent says so (a cancel, the control
     room failing a job whose pane exited); the row then shows that instead of an
@@ -100,6 +110,9 @@ def job_row(job: Job, status_reason: str | None = None) -> JobRow:
         waiting_permission=job.waiting,
         activity=job.activity if job.status == "running" else None,
         question=_question(job),
+        state_since=_ts(seen.since_ms) if (seen := watched(job)).mark else None,
+        asked=_asked(job),
+        answers=answers,
     )
 
 
@@ -109,6 +122,20 @@ def _question(job: Job) -> str:
         return ""
     seen = observation_of(job.activity, job.activity_source, job.activity_data)
     return seen.summary() if seen is not None else job.last_detail or ""
+
+
+def _asked(job: Job) -> tuple[tuple[str, str], ...]:
+    """What a waiting job asks, for the inbox: the question, tool, command, who saw it."""
+    if not job.waiting:
+        return ()
+    seen = observation_of(job.activity, job.activity_source, job.activity_data)
+    published = "its agent's own permission_required event"
+    if seen is None:
+        return (("question", job.last_detail or ""), ("seen by", published))
+    pairs = [("question", seen.question), ("tool", seen.tool), ("command", seen.command)]
+    by = published if seen.source.startswith("publish:") else describe_source(seen.source)
+    pairs.append(("seen by", by))
+    return tuple((label, text) for label, text in pairs if text)
 
 
 def event_row(message: Message) -> EventRow | None:
@@ -173,6 +200,7 @@ class RegistrySource:
         self._tmux_notice_given = False
         self._broker_state: BrokerState = "none"
         self._in_review = 0
+        self._agent_answers: dict[str, tuple[AnswerReply, ...]] = {}
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -248,7 +276,10 @@ class RegistrySource:
         reasons = self.registry.status_reasons(
             job.job_id for job in jobs if job.status in FINAL_STATUSES
         )
-        rows = [job_row(job, reasons.get(job.job_id)) for job in jobs]
+        rows = [
+            job_row(job, reasons.get(job.job_id), self._answers(job) if job.waiting else ANSWERS)
+            for job in jobs
+        ]
         if after_seq <= 0:
             rows.sort(key=row_order)  # already in table order: see _initial_jobs
         return Delta(
@@ -470,11 +501,37 @@ class RegistrySource:
     def stop_session(self, label: str, mode: StopMode) -> None:
         self.orchestrator.stop_session(label, mode)
 
-    def answer(self, job_id: str, yes: bool) -> None:
-        job = self.registry.get(job_id)
-        if not job.waiting:
-            raise RegistryError(f"job {job_id} is not waiting for an answer")
-        self.orchestrator.answer(job_id, "yes" if yes else "no", by="control room")
+    def _answers(self, job: Job) -> tuple[AnswerReply, ...]:
+        """The answers the job's agent takes (its adapter's keys; read once per kind)."""
+        found = self._agent_answers.get(job.agent)
+        if found is None:
+            keys = adapter_for(job.agent, self.settings.state_dir).keys
+            found = tuple(reply for reply in ANSWER_ORDER if keys.answer(reply))
+            self._agent_answers[job.agent] = found
+        return found
+
+    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+        """`orchestrate answer`'s own code, then the registry's word: confirmed once the
+        job no longer waits on that question (its activity changed, or it ended)."""
+        before = self.registry.get(job_id)
+        if not before.waiting:
+            doing = before.activity or before.last_event or before.status
+            raise NotWaitingForPermission(f"job {job_id} is not waiting for an answer ({doing})")
+        try:
+            answered = self.orchestrator.answer(job_id, reply, by="control room")
+        except AnswerNotReceived:
+            return AnswerOutcome(False, "waiting")
+        deadline = time.monotonic() + MOVED_ON_SEC
+        while True:
+            job = self.registry.get(job_id)
+            moved = not job.waiting or job.activity_at_ms != before.activity_at_ms
+            if moved or time.monotonic() >= deadline:
+                now = (job.activity or job.status) if job.status == "running" else job.status
+                return AnswerOutcome(moved, now, answered.how)
+            time.sleep(0.05)
+
+    def claim_signal(self, signal: Signal) -> bool:
+        return claim(self.registry.bus, signal, by=CONTROL_AGENT)
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         return self.orchestrator.submit(prompt, agent, agent_session).job_id

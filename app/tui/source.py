@@ -12,18 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
 
+if TYPE_CHECKING:
+    from registry.needs_you import Signal
+
 JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
 SessionState = Literal["running", "stopped", "terminated", "archived"]
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
+AnswerReply = Literal["yes", "no", "always"]
 
 JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")
 STOP_MODES: tuple[StopMode, ...] = ("graceful", "soft", "hard")
@@ -55,6 +59,13 @@ class JobRow:
     """What a running job's agent is doing (registry/activity.py), None otherwise."""
     question: str = ""
     """What it waits on: the question, or the tool and its command."""
+    state_since: datetime | None = None
+    """When its current state began: the start of its wait, or its end (None: unknown)."""
+    asked: tuple[tuple[str, str], ...] = ()
+    """While it waits: what it asks, as (label, text) pairs: question, tool, command,
+    and which signal saw it."""
+    answers: tuple[AnswerReply, ...] = ("yes", "no")
+    """The answers its agent takes (``always`` only where the agent has one)."""
 
     @property
     def state(self) -> str:
@@ -83,6 +94,17 @@ def row_order(job: JobRow) -> tuple[int, float, str]:
     if group is None:
         return (FINISHED_GROUP, -created, job.job_id)
     return (group, created, job.job_id)
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """How an answer went: confirmed only once the registry saw the agent move on."""
+
+    confirmed: bool
+    now: str
+    """The job's state afterwards ("working", "completed", or still "waiting")."""
+    how: str = ""
+    """How it went in ("keys y Enter", "hook decision"), when it did."""
 
 
 @dataclass(frozen=True)
@@ -190,8 +212,14 @@ class ControlRoomSource(Protocol):
 
     def stop_session(self, label: str, mode: StopMode) -> None: ...
 
-    def answer(self, job_id: str, yes: bool) -> None:
-        """Answer the job's pending permission_required prompt."""
+    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+        """Answer the question the job waits on (as `orchestrate answer` does) and wait
+        for the registry to show the agent moving on; refused if it does not wait."""
+        ...
+
+    def claim_signal(self, signal: Signal) -> bool:
+        """Claim the right to announce ``signal`` (a notify command runs once per
+        change, whichever control room or supervisor sees it first)."""
         ...
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:

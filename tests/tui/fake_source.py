@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memory_source import FIXED_NOW, InMemorySource, demo_source
 
-from app.tui.source import Delta, StopMode
+from app.tui.source import AnswerOutcome, AnswerReply, Delta, StopMode
 
 
 class FakeSource(InMemorySource):
@@ -48,9 +48,9 @@ class FakeSource(InMemorySource):
         self.calls.append(("stop_session", label, mode))
         super().stop_session(label, mode)
 
-    def answer(self, job_id: str, yes: bool) -> None:
-        self.calls.append(("answer", job_id, yes))
-        super().answer(job_id, yes)
+    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+        self.calls.append(("answer", job_id, reply))
+        return super().answer(job_id, reply)
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         self.calls.append(("submit", prompt, agent, agent_session))

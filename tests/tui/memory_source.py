@@ -19,6 +19,8 @@ from app.orchestration.errors import AgentNotStarted
 from app.tmux.attach import AttachCommand
 from app.tui.source import (
     JOB_STATUSES,
+    AnswerOutcome,
+    AnswerReply,
     Delta,
     EventRow,
     JobDetail,
@@ -28,9 +30,17 @@ from app.tui.source import (
     StopMode,
 )
 from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
+from registry.needs_you import Signal, claim_id
 
 FIXED_NOW = datetime(2025, 1, 15, 12, 0, 0, tzinfo=UTC)
 STOP_STATES = {"graceful": "stopped", "soft": "archived", "hard": "terminated"}
+ENDED = ("completed", "error", "cancelled")
+AGENT_ANSWERS: dict[str, tuple[AnswerReply, ...]] = {
+    "claude": ("yes", "no", "always"),
+    "codex": ("yes", "no", "always"),
+    "aider": ("yes", "no", "always"),
+}
+"""What each agent kind takes, as its adapter's keys say (the others: yes and no)."""
 
 
 class InMemorySource:
@@ -49,6 +59,7 @@ class InMemorySource:
         self.broker_state: Any = "none"
         self.inputs: list[tuple[str, str]] = []  # (job_id, text) sent to agents
         self.seq = 0
+        self.claimed: set[str] = set()  # notify claims, as the bus's unique ids keep them
         self.lock = threading.RLock()
 
     # -- building state -------------------------------------------------
@@ -75,6 +86,7 @@ class InMemorySource:
             status = {"started": "running", "completed": "completed", "error": "error"}.get(
                 event, job.status
             )
+            waiting = event == "permission_required" and status == "running"
             self._put(
                 replace(
                     job,
@@ -82,7 +94,11 @@ class InMemorySource:
                     updated_at=now,
                     last_event=event,
                     progress_detail=detail or job.progress_detail,
-                    waiting_permission=event == "permission_required",
+                    waiting_permission=waiting,
+                    question=detail if waiting else "",
+                    state_since=now if waiting or status in ENDED else None,
+                    asked=(("question", detail), ("seen by", "screen rule")) if waiting else (),
+                    answers=AGENT_ANSWERS.get(job.agent, ("yes", "no")),
                 )
             )
 
@@ -187,11 +203,22 @@ class InMemorySource:
                 tmux_alive=mode == "soft",
             )
 
-    def answer(self, job_id: str, yes: bool) -> None:
+    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
         with self.lock:
             if not self._job(job_id).waiting_permission:
                 raise IllegalTransition(f"job {job_id} is not waiting for permission")
-            self.emit(job_id, "progress", "permission granted" if yes else "permission denied")
+            if reply not in self.jobs[job_id].answers:
+                raise IllegalTransition(f"job {job_id}: its agent has no '{reply}' answer")
+            granted = "permission granted" if reply != "no" else "permission denied"
+            self.emit(job_id, "progress", granted)
+            return AnswerOutcome(True, "working", f"keys {reply[0]}")
+
+    def claim_signal(self, signal: Signal) -> bool:
+        with self.lock:
+            key = claim_id(signal)
+            fresh = key not in self.claimed
+            self.claimed.add(key)
+            return fresh
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
         with self.lock:

@@ -141,12 +141,12 @@ async def test_stop_session_with_the_chosen_mode(make_app: AppFactory, fake: Fak
 
 
 async def test_new_job_modal_submits(make_app: AppFactory, fake: FakeSource) -> None:
-    """n, a prompt typed in, Submit: the source gets prompt, agent and session."""
+    """+, a prompt typed in, Submit: the source gets prompt, agent and session."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "7b0e99a1")  # session beta becomes the default
-        await pilot.press("n")
+        await pilot.press("plus")
         assert isinstance(app.screen, NewJobScreen)
         installed = app.screen.query_one("#installed")
         await wait_until(pilot, lambda: "installed here" in str(installed.render()))
@@ -162,7 +162,7 @@ async def test_new_job_refuses_an_empty_prompt(make_app: AppFactory, fake: FakeS
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        await pilot.press("n")
+        await pilot.press("plus")
         await pilot.click("#submit")
         assert isinstance(app.screen, NewJobScreen)
         assert "prompt" in str(app.screen.query_one("#error").render())
@@ -170,29 +170,31 @@ async def test_new_job_refuses_an_empty_prompt(make_app: AppFactory, fake: FakeS
 
 
 async def test_answer_yes_and_no(make_app: AppFactory, fake: FakeSource) -> None:
-    """y answers yes to a waiting job; N on a job that is not waiting only warns."""
+    """y answers yes to a waiting job; once nothing waits, n only says so."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "7b0e99a1")
         await pilot.press("y")
-        await wait_until(pilot, lambda: ("answer", "7b0e99a1", True) in fake.calls)
+        await wait_until(pilot, lambda: ("answer", "7b0e99a1", "yes") in fake.calls)
         await wait_until(
             pilot, lambda: not app.main.query_one(JobsTable).jobs["7b0e99a1"].waiting_permission
         )
-        await pilot.press("N")
-        await wait_until(pilot, lambda: any("not waiting" in n for n in notices(app)))
-        assert ("answer", "7b0e99a1", False) not in fake.calls
+        await pilot.press("n")
+        await wait_until(pilot, lambda: any("No job is waiting" in n for n in notices(app)))
+        assert ("answer", "7b0e99a1", "no") not in fake.calls
+        assert not isinstance(app.screen, NewJobScreen)
 
 
 async def test_answer_no(make_app: AppFactory, fake: FakeSource) -> None:
-    """N answers no to a waiting permission prompt."""
+    """n answers no to a waiting permission prompt (it used to open the New-job dialog)."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         select(app, "7b0e99a1")
-        await pilot.press("N")
-        await wait_until(pilot, lambda: ("answer", "7b0e99a1", False) in fake.calls)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: ("answer", "7b0e99a1", "no") in fake.calls)
+        assert isinstance(app.screen, MainScreen)
 
 
 async def test_filter_is_remembered_across_screens(make_app: AppFactory) -> None:
@@ -356,7 +358,7 @@ async def test_the_job_keys_are_checked_without_reading_the_selection(
         with patch.object(ControlRoomApp, "screen", new_callable=PropertyMock) as screen:
             screen.return_value = SelectingScreen()
             assert app.check_action("cancel_job", ()) is True
-            assert app.check_action("answer", (True,)) is True
+            assert app.check_action("answer", ("yes",)) is True
 
 
 def test_a_main_screen_not_composed_yet_has_nothing_selected() -> None:
@@ -424,7 +426,7 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert "waiting 1" in str(header.render())
         assert not [n for n in notices(app) if "asks" in n]
         fake.emit("5f4e3d2c", "permission_required", "Allow edit of src/app.py?")
-        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/N"
+        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/n"
         await wait_until(pilot, lambda: question in notices(app))
         assert "waiting 2" in str(header.render())
         table = app.main.query_one(JobsTable)

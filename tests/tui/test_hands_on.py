@@ -262,13 +262,13 @@ async def test_the_new_job_dialog_defaults_to_an_installed_agent(fake: FakeSourc
     app = app_with(fake, Terminal())
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
-        await pilot.press("n")
+        await pilot.press("plus")
         screen = app.screen
         assert isinstance(screen, NewJobScreen)  # at once; the agents are found meanwhile
         installed = screen.query_one("#installed")
         await wait_until(pilot, lambda: str(installed.render()) == "installed here: codex, demo")
         assert screen.query_one("#agent", Input).value == "codex"
-        await pilot.press("escape", "n")  # the second time: known at once
+        await pilot.press("escape", "plus")  # the second time: known at once
         assert app.screen.query_one("#agent", Input).value == "codex"
     assert NewJobScreen(installed=["demo"]).default_agent == "demo"
 

@@ -120,7 +120,7 @@ async def test_dialogs_and_notices_show_hostile_text_literally(hostile: FakeSour
         await pilot.press("escape")
         hostile.emit(HOSTILE_JOB, "permission_required", "[@click=app.quit]allow?[/] \x1b[6n")
         await wait_until(pilot, lambda: len(app._notifications) > 0, "the toast")
-        await shown(pilot, app, "▌ [@click=app.quit]allow?[/] ␛[6n — y/N")  # the toast
+        await shown(pilot, app, "▌ [@click=app.quit]allow?[/] ␛[6n — y/n")  # the toast
         assert all(not n.markup for n in app._notifications)
         app.notify("[@click=app.quit]direct[/] \x1b]0;t\x07", markup=True)  # any caller
         await shown(pilot, app, "[@click=app.quit]direct[/] ␛]0;t␇")

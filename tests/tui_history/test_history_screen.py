@@ -75,7 +75,7 @@ async def test_the_job_keys_are_off_on_the_history_screen(
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         offered = {b.binding.action for b in screen.active_bindings.values() if b.enabled}
-        job_keys = {"cancel_job", "resume_job", "stop_session", "answer(True)", "toggle_log"}
+        job_keys = {"cancel_job", "resume_job", "stop_session", "answer('yes')", "toggle_log"}
         assert offered.isdisjoint(job_keys)
         assert {"rebuild", "cycle_agent", "help", "quit"} <= offered
         await pilot.press("c", "r", "s", "y", "l")

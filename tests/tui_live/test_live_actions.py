@@ -129,7 +129,7 @@ async def test_new_job_modal_starts_a_pane(
     """n, a prompt, agent "demo", Submit: a real job whose demo agent runs to completion."""
     app = live_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("n")
+        await pilot.press("plus")
         assert isinstance(app.screen, NewJobScreen)
         await pilot.press(*"say hello")
         app.screen.query_one("#agent", Input).value = "demo"

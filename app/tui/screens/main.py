@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -17,11 +18,12 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
-from app.tui.commands import COMMANDS, command_named, commands_starting
+from app.tui.commands import COMMANDS, SCREEN_BINDINGS, command_named, commands_starting
 from app.tui.safe_text import as_text
-from app.tui.source import Delta, JobRow, SessionRow, Snapshot
+from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
+from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
@@ -33,12 +35,18 @@ class MainScreen(Screen[None]):
     """Stays at the bottom of the stack, so it keeps applying deltas (and keeps
     its filter) while other screens are on top of it."""
 
+    BINDINGS = SCREEN_BINDINGS
+
     snapshot: reactive[Snapshot] = reactive(Snapshot)
     """Totals for the header, replaced on every delta."""
     job_filter: reactive[str] = reactive("")
     """The `/` filter text; remembered for as long as the app runs."""
     waiting_jobs: reactive[int] = reactive(0)
     """How many jobs wait for a permission answer (the header counts them)."""
+    waiting_rows: reactive[tuple[JobRow, ...]] = reactive(())
+    """The jobs waiting on a person, in table order (the panel and the inbox list them)."""
+    answering: reactive[Mapping[str, str]] = reactive(dict)
+    """Job id -> how the answer given to it is going, while that is worth saying."""
     problem: reactive[str] = reactive("")
     """Why the registry cannot be read ("" while it can); shown until a read works."""
     activity_counts: reactive[dict[str, int]] = reactive(dict)
@@ -64,6 +72,9 @@ class MainScreen(Screen[None]):
             waiting=MainScreen.waiting_jobs,
             problem=MainScreen.problem,
             activities=MainScreen.activity_counts,
+        )
+        yield InboxPanel(id="inbox").data_bind(
+            rows=MainScreen.waiting_rows, answering=MainScreen.answering
         )
         yield JobsTable(id="jobs").data_bind(
             filter_text=MainScreen.job_filter, problem=MainScreen.problem
@@ -95,15 +106,31 @@ class MainScreen(Screen[None]):
         self.query_one("#jobs").focus()
 
     # -- data -------------------------------------------------------------
-    def apply_delta(self, delta: Delta, now: datetime) -> None:
-        """Fold one (possibly merged) delta into every widget."""
+    def apply_delta(self, delta: Delta, now: datetime) -> bool:
+        """Fold one (possibly merged) delta into every widget (none while the app
+        shuts down: its widgets go before the screen does, and the poller still rings)."""
+        table = self._composed("#jobs", JobsTable)
+        if table is None:
+            return False
         self.snapshot = delta.snapshot
         self.problem = ""  # the registry was read
-        table = self.query_one("#jobs", JobsTable)
         announce = self.first_delta_applied
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
         self.waiting_jobs = len(table.waiting)
+        waiting = tuple(sorted((table.jobs[job_id] for job_id in table.waiting), key=row_order))
+        if waiting != self.waiting_rows:
+            self.waiting_rows = waiting
+            # "not confirmed" is about a wait: once the job stops waiting it is old news
+            still = {job.job_id for job in waiting}
+            if any(
+                job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()
+            ):
+                self.answering = {
+                    job_id: state
+                    for job_id, state in self.answering.items()
+                    if job_id in still or not state.startswith("⚠")
+                }
         states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
         self.activity_counts = dict(Counter(states.values()))
         sessions = self.query_one("#sessions", SessionsPanel)
@@ -117,13 +144,14 @@ class MainScreen(Screen[None]):
         if announce:  # the jobs waiting at startup are counted in the header, not toasted
             for job_id in sorted(table.waiting - was_waiting):
                 self._announce_question(table.jobs[job_id])
+        return True
 
     def _announce_question(self, job: JobRow) -> None:
         """A job has just started waiting for a permission answer: say so, as
         it may be scrolled out of view or filtered out."""
-        detail = job.progress_detail or "permission"
+        detail = job.question or job.progress_detail or "permission"
         self.notify(
-            f"job {job.job_id} ({job.agent}) asks: {detail} — y/N",
+            f"job {job.job_id} ({job.agent}) asks: {detail} — y/n",
             title="Waiting for an answer",
             severity="warning",
             timeout=15,
@@ -204,6 +232,12 @@ class MainScreen(Screen[None]):
         self.log_wanted = None
         self.query_one("#log-tail", PaneTail).remove_class("-open")
         self.remove_class("-log-open")
+
+    def close_bars(self) -> None:
+        """Close the `/` and `:` prompts if open (the filter typed stays in force)."""
+        for bar in self.query(Input).results():
+            if bar.has_class("-open"):
+                self._close_bar(bar)
 
     def back(self) -> bool:
         """Close whatever `esc` should close here; False if there was nothing."""

@@ -175,7 +175,7 @@ class JobsTable(DataTable[object]):
         age = format_age((self.now - job.created_at).total_seconds()) if self.now else ""
         last_event: object = job.last_event or ""
         if job.waiting_permission:
-            last_event = Text("⚠ needs y/N", style=theme_style(self.app, "warning", bold=True))
+            last_event = Text("⚠ needs y/n", style=theme_style(self.app, "warning", bold=True))
         missing: object = _plain("")
         if job.missing_events:
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
@@ -344,7 +344,7 @@ class JobsTable(DataTable[object]):
             self.border_subtitle = "registry unreadable"
             self.empty_text = "" if shown else f"⚠ {self.problem}"
         elif not total:
-            self.border_subtitle = "no jobs yet: press n to submit one"
+            self.border_subtitle = "no jobs yet: press + to submit one"
             self.empty_text = ""
         else:
             self.border_subtitle = f"{shown} of {total}"

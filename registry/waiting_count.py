@@ -1,0 +1,28 @@
+"""How many jobs wait on a person: one SQL count and the status-line segment it
+makes. Kept apart from registry/needs_you.py (which builds on it) with no imports
+but sqlite3, because tmux runs `orchestrate status --tmux` every few seconds."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+WAITING_MARK: Final = "⚠"
+WAITING_WHERE: Final = (
+    "status = 'running' AND (activity = 'waiting' OR "
+    "(activity IS NULL AND last_event = 'permission_required'))"
+)
+"""SQL for `Job.waiting`: the agent's dialog is up, or (no activity observed yet)
+its last published event asked for permission. tests/registry/test_needs_you.py
+holds the two to the same answer."""
+
+
+def read_waiting_count(conn: sqlite3.Connection) -> int:
+    """How many jobs wait on a person now."""
+    row = conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {WAITING_WHERE}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def tmux_segment(count: int, calm: str = "") -> str:
+    """What `status --tmux` prints for tmux's status-right: "⚠ 2", else ``calm``."""
+    return f"{WAITING_MARK} {count}" if count > 0 else calm

@@ -1,0 +1,393 @@
+"""The permission inbox: `w`, the main screen's waiting panel, y/n/a on the right job
+(never one that does not wait), tab to the next waiting job, answers confirmed by the
+job's state, and the needs-you signals (bell, title, notify command)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fake_source import FakeSource, fixed_clock
+from memory_source import FIXED_NOW
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+from tui_helpers import loaded, notices, select, wait_until
+
+from app.orchestration.notify import NotifyCommand
+from app.tui.app import ControlRoomApp
+from app.tui.needs_you import SignalSettings
+from app.tui.screens.help import HelpScreen
+from app.tui.screens.inbox import InboxScreen
+from app.tui.screens.main import MainScreen
+from app.tui.screens.new_job import NewJobScreen
+from app.tui.source import AnswerOutcome, AnswerReply
+from app.tui.widgets.inbox_panel import InboxPanel
+from app.tui.widgets.jobs_table import JobsTable
+
+AppFactory = Callable[[], ControlRoomApp]
+WAITING = "7b0e99a1"  # codex, waiting at startup (the demo data)
+SECOND = "5f4e3d2c"  # codex, running: made to wait by some tests
+WORKING = "3fa2c1d0"  # claude, running
+SIZE = (120, 40)
+
+
+def rendered(panel: InboxPanel) -> str:
+    """The panel's rows as plain text."""
+    console = Console(width=110, file=io.StringIO(), color_system=None)
+    console.print(panel.render())
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+async def test_w_lists_every_waiting_job_with_its_question(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """The inbox lists each waiting job: agent, question, how long; esc goes back."""
+    fake.emit(SECOND, "permission_required", "Bash `npm test`")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+        table = screen.query_one("#waiting", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "two waiting rows")
+        rows = [[str(cell) for cell in table.get_row_at(n)] for n in range(2)]
+        assert [row[0] for row in rows] == [WAITING, SECOND]
+        assert rows[0][1:4] == ["codex", "beta", "run `rm -rf build/`?"]
+        assert rows[1][3] == "Bash `npm test`"
+        asked = str(screen.query_one("#asked").render())
+        assert "question: run `rm -rf build/`?" in asked and "a always" in asked
+        await pilot.press("w")  # w on the inbox itself does nothing
+        assert app.screen is screen
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_the_main_screen_panel_shows_only_while_someone_waits(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        panel = app.main.query_one("#inbox", InboxPanel)
+        assert panel.display and [job.job_id for job in panel.rows] == [WAITING]
+        assert "waiting for you: 1" in str(panel.border_title)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not panel.rows, "nobody waiting")
+        await wait_until(pilot, lambda: not panel.display, "the panel hidden")
+
+
+async def test_waited_time_ticks(fake: FakeSource) -> None:
+    """The panel's "waited" counts up with the clock, with no event arriving."""
+    now = [FIXED_NOW]
+    app = ControlRoomApp(fake, clock=lambda: now[0], poll_interval_s=0.05, age_refresh_s=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        panel = app.main.query_one("#inbox", InboxPanel)
+        await wait_until(pilot, lambda: " 0s " in rendered(panel))
+        now[0] = FIXED_NOW + timedelta(seconds=95)
+        await wait_until(pilot, lambda: " 1m " in rendered(panel), "1m waited")
+
+
+async def test_y_answers_the_waiting_job_not_the_one_under_the_cursor(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """The bug: with the cursor on a working job, y answered that job. It answers the
+    only job that waits."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, WORKING)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: ("answer", WAITING, "yes") in fake.calls)
+        assert not [call for call in fake.calls if call[1] == WORKING]
+        await wait_until(pilot, lambda: any("confirmed" in n for n in notices(app)))
+        assert f"Answered yes to {WAITING} (keys y) · confirmed: now working" in notices(app)
+
+
+async def test_with_two_waiting_the_selected_one_is_answered(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """Two jobs wait: y on a working row answers neither and names both; on a waiting
+    row it answers that one."""
+    fake.emit(SECOND, "permission_required", "Bash `npm test`")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, WORKING)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any("2 jobs wait" in n for n in notices(app)))
+        refusal = next(n for n in notices(app) if "2 jobs wait" in n)
+        assert WAITING in refusal and SECOND in refusal
+        assert not [call for call in fake.calls if call[0] == "answer"]
+        select(app, SECOND)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: ("answer", SECOND, "no") in fake.calls)
+        assert ("answer", WAITING, "no") not in fake.calls
+
+
+async def test_n_answers_no_and_plus_opens_the_new_job_dialog(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """The bug: lowercase n on a y/N row opened the New-job dialog."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, WAITING)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: ("answer", WAITING, "no") in fake.calls)
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("plus")
+        assert isinstance(app.screen, NewJobScreen)
+
+
+async def test_always_only_where_the_agent_has_it(make_app: AppFactory, fake: FakeSource) -> None:
+    """a answers always to Codex; a demo agent has no such answer, and is told so
+    before anything is typed."""
+    fake.emit(WORKING, "permission_required", "Allow edit of x?")
+    fake.jobs[WORKING] = replace(fake.jobs[WORKING], agent="demo", answers=("yes", "no"))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, WORKING)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: any("no 'always' answer" in n for n in notices(app)))
+        assert not [call for call in fake.calls if call[0] == "answer"]
+        select(app, WAITING)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: ("answer", WAITING, "always") in fake.calls)
+
+
+async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """The source answered but the registry never showed the agent moving on: the
+    inbox and the panel say "not confirmed", never "confirmed", until it stops waiting."""
+
+    def unconfirmed(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+        fake.calls.append(("answer", job_id, reply))
+        return AnswerOutcome(False, "waiting")
+
+    fake.answer = unconfirmed  # type: ignore[method-assign]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w", "y")
+        state = "⚠ yes: not confirmed, still waiting"
+        await wait_until(pilot, lambda: app.main.answering.get(WAITING) == state)
+        assert any("not confirmed" in n for n in notices(app))
+        assert not any("confirmed: now" in n for n in notices(app))
+        table = app.screen.query_one("#waiting", DataTable)
+        await wait_until(pilot, lambda: str(table.get_row_at(0)[5]) == state)
+        fake.emit(WAITING, "progress", "moved on at last")  # the note goes with the wait
+        await wait_until(pilot, lambda: WAITING not in app.main.answering, "the note gone")
+
+
+async def test_a_refused_answer_is_said(make_app: AppFactory, fake: FakeSource) -> None:
+    def refuse(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+        from registry.errors import RegistryError
+
+        raise RegistryError(f"job {job_id}: its pane shows no question; not typing into it")
+
+    fake.answer = refuse  # type: ignore[method-assign]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("y")
+        want = f"Could not answer: job {WAITING}: its pane shows no question; not typing into it"
+        await wait_until(pilot, lambda: want in notices(app))
+        assert WAITING not in app.main.answering
+
+
+async def test_nothing_waiting_y_and_n_only_say_so(make_app: AppFactory, fake: FakeSource) -> None:
+    fake.emit(WAITING, "progress", "permission granted")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("y", "n")
+        await wait_until(pilot, lambda: len(notices(app)) >= 2)
+        assert "No job is waiting for an answer" in notices(app)
+        assert "No job is waiting for an answer (+ starts a new job)" in notices(app)
+        assert not [call for call in fake.calls if call[0] == "answer"]
+
+
+async def test_tab_jumps_to_the_next_waiting_job_and_cycles(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """From anywhere on the main screen (the sessions panel focused, the filter bar
+    open), tab puts the cursor on the next waiting job, then the next, then back."""
+    fake.emit(SECOND, "permission_required", "Bash `npm test`")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one("#jobs", JobsTable)
+        select(app, WORKING)
+        app.main.query_one("#sessions").focus()
+        await pilot.press("tab")
+        assert table.has_focus and table.selected_job_id == WAITING
+        await pilot.press("tab")
+        assert table.selected_job_id == SECOND
+        await pilot.press("slash")
+        await pilot.press("tab")
+        assert table.selected_job_id == WAITING and table.has_focus
+        assert not app.main.query_one("#filter").has_class("-open")
+        await pilot.press("w", "tab")
+        inbox = app.screen.query_one("#waiting", DataTable)
+        assert app.screen.selected_job_id == SECOND  # type: ignore[attr-defined]
+        await pilot.press("tab")
+        assert app.screen.selected_job_id == WAITING and inbox.has_focus  # type: ignore[attr-defined]
+
+
+async def test_tab_says_when_the_filter_hides_every_waiting_job(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", *"aider", "enter", "tab")
+        assert "1 waiting job hidden by the filter: esc clears it" in notices(app)
+
+
+async def test_tab_still_moves_focus_on_other_screens(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert app.check_action("next_waiting", ()) is False
+
+
+async def test_help_and_palette_know_the_inbox_keys(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        table = app.screen.query_one("#keys", DataTable)
+        rows = {
+            str(table.get_row_at(n)[1]): str(table.get_row_at(n)[0]) for n in range(table.row_count)
+        }
+        assert (rows["yes"], rows["no"], rows["always"]) == ("y", "n", "a")
+        assert (rows["inbox"], rows["next"], rows["new"]) == ("w", "tab", "+")
+        await pilot.press("escape", "colon", *"inbox", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox by name")
+
+
+# -- the signals outside the screen --------------------------------------------
+
+
+def signal_app(fake: FakeSource, **settings: object) -> ControlRoomApp:
+    return ControlRoomApp(
+        fake,
+        clock=fixed_clock,
+        poll_interval_s=0.05,
+        age_refresh_s=3600,
+        signals=SignalSettings(**settings),  # type: ignore[arg-type]
+    )
+
+
+async def seen_again(pilot: Pilot[None], fake: FakeSource, job_id: str) -> None:
+    """The job's row comes again, unchanged, in a delta of its own, once drawn."""
+    app = pilot.app
+    with fake.lock:
+        fake.seq += 1
+        fake.changed_at[job_id] = fake.seq
+    polls = app.polls_applied  # type: ignore[attr-defined]
+    await wait_until(pilot, lambda: app.polls_applied > polls)  # type: ignore[attr-defined]
+
+
+def sent(app: ControlRoomApp) -> list[str]:
+    return [what for _, what in app.signals.sent]
+
+
+async def test_a_new_wait_rings_once_and_the_title_counts(fake: FakeSource) -> None:
+    """Opening with one job waiting sets the title, no bell; a second job starting
+    to wait rings once (seen again, it does not ring again); answering both puts the
+    title back to `orchestrate`."""
+    app = signal_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        assert sent(app) == ["push title", "title orchestrate", "title orchestrate (1 waiting)"]
+        fake.emit(SECOND, "permission_required", "Bash `npm test`")
+        await wait_until(pilot, lambda: "title orchestrate (2 waiting)" in sent(app))
+        assert sent(app).count("bell") == 1
+        await seen_again(pilot, fake, SECOND)  # the same wait, in another delta: no bell
+        assert sent(app).count("bell") == 1
+        await pilot.press("y")
+        select(app, SECOND)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: sent(app)[-1] == "title orchestrate")
+    assert sent(app)[-1] == "pop title"
+
+
+async def test_bell_and_title_can_be_turned_off(fake: FakeSource) -> None:
+    app = signal_app(fake, bell=False, title=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        fake.emit(SECOND, "permission_required", "Bash `npm test`")
+        await wait_until(pilot, lambda: len(app.main.waiting_rows) == 2)
+        assert sent(app) == []
+
+
+def test_the_title_is_one_sanitised_sequence() -> None:
+    from app.tui.needs_you import terminal_title
+
+    assert terminal_title("orchestrate (2 waiting)") == "\x1b]0;orchestrate (2 waiting)\x07"
+    assert terminal_title("x\x07\x1b]0;evil\x1b\\") == "\x1b]0;x]0;evil\\\x07"
+
+
+async def test_the_notify_command_runs_once_per_change(fake: FakeSource, tmp_path: Path) -> None:
+    """A real script appending its stdin to a file: one line when a job starts
+    waiting (none for the one found waiting), none for the same wait seen again,
+    one when a job ends; each with its event."""
+    script = tmp_path / "record.py"
+    script.write_text(
+        "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(sys.stdin.read() + '\\n')\n"
+    )
+    out = tmp_path / "out.jsonl"
+    command = NotifyCommand.parse(f"{sys.executable} {script} {out}")
+    app = signal_app(fake, notify=command)
+
+    def events() -> list[tuple[str, str]]:
+        if not out.exists():
+            return []
+        lines = [json.loads(line) for line in out.read_text().splitlines() if line]
+        return [(line["event"], line["job_id"]) for line in lines]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        fake.emit(SECOND, "permission_required", "Bash `npm test`")
+        await wait_until(pilot, lambda: events() == [("needs_you", SECOND)], "needs_you")
+        for _ in range(3):
+            await seen_again(pilot, fake, SECOND)
+        fake.emit(WORKING, "completed", "all done")
+        fake.emit(SECOND, "error", "tests failed")
+        await wait_until(pilot, lambda: len(events()) == 3, "the two endings")
+    assert events() == [("needs_you", SECOND), ("finished", WORKING), ("error", SECOND)]
+
+
+@pytest.mark.parametrize("when", [FIXED_NOW, FIXED_NOW - timedelta(minutes=3)])
+def test_waited_is_said_as_ages_are(when: datetime) -> None:
+    from app.tui.source import JobRow
+    from app.tui.widgets.inbox_panel import waited
+
+    job = JobRow("j", "running", "codex", "s", when, when, state_since=when)
+    assert waited(job, FIXED_NOW) == ("0s" if when == FIXED_NOW else "3m")
+
+
+async def test_help_on_the_inbox_lists_each_key_once(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w", "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#keys", DataTable)
+        keys = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+        assert len(keys) == len(set(keys)) and {"y", "n", "a", "tab"} <= set(keys)
+        assert "w" not in keys  # w on the inbox does nothing
