@@ -316,6 +316,16 @@ class JobStore:
             self._move(conn, job, "pending", reason, transition="resume")
             return self._require(conn, job_id)
 
+    def follow_up(self, job_id: str, reason: str = "a follow-up was sent") -> Job:
+        """completed -> running: a person sent the agent, still at its prompt, more to do
+        (a `--done-when idle` job keeps its pane for that). Supervised again from here:
+        it waits, works and completes as its first turn did; same attempt, same seqs."""
+        with self._write() as conn:
+            job = self._require(conn, job_id)
+            states.next_state(states.JOB, job.status, "follow_up", job_id)
+            self._move(conn, job, "running", reason, transition="follow_up")
+            return self._require(conn, job_id)
+
     def requeue_interrupted(
         self, job_id: str, reason: str = "resumed after an interruption"
     ) -> Job:
@@ -343,7 +353,7 @@ class JobStore:
         result: Any = None,
     ) -> None:
         """Apply one legal transition: row, task, history, bus message, audit."""
-        states.check_transition(states.JOB, job.status, target, job.job_id)
+        states.check_move(states.JOB, job.status, target, transition, job.job_id)
         at_ms = now_ms()
         stamp = iso_from_ms(at_ms)
         fields: dict[str, Any] = {"status": target, "updated_at": stamp}
@@ -358,6 +368,8 @@ class JobStore:
                 "lease_until": iso_from_ms(lease_ms),
                 "lease_until_ms": lease_ms,
             }
+            if job.status == "completed":  # a follow-up: it has not finished any more
+                fields |= {"completed_at": None, "result": None}
         elif target == "pending":
             claims.requeue(conn, job.job_id, at_ms=at_ms)
             fields |= {"claimed_at": None, "lease_until": None, "lease_until_ms": None}

@@ -32,6 +32,9 @@ class Transition:
     ("retried {n} times after lease expiry", with a multiplication sign).
     ``recorded_only`` transitions are named only when the change recorded them, so
     histories written before they existed still read as the older transition.
+    ``by_name_only`` ones are taken only by code that names them (`next_state`,
+    `check_move`): never inferred from a target (`job status --set running` on a
+    completed job stays illegal), and the state they leave still counts as final.
     """
 
     name: str
@@ -40,6 +43,7 @@ class Transition:
     phrase: str
     tally: str = ""
     recorded_only: bool = False
+    by_name_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class StateMachine:
         """state -> the states reachable from it in one move."""
         graph: dict[str, set[str]] = {state: set() for state in self.states}
         for move in self.transitions:
+            if move.by_name_only:
+                continue
             for source in move.sources:
                 graph[source].add(move.target)
         return {state: frozenset(targets) for state, targets in graph.items()}
@@ -93,7 +99,7 @@ class StateMachine:
         return tuple(
             move.name
             for move in self.transitions
-            if current in move.sources and move.target == target
+            if current in move.sources and move.target == target and not move.by_name_only
         )
 
     def require_state(self, state: str) -> None:
@@ -112,8 +118,11 @@ def _move(
     tally: str = "",
     *,
     recorded_only: bool = False,
+    by_name_only: bool = False,
 ) -> Transition:
-    return Transition(name, frozenset(sources.split()), target, phrase, tally, recorded_only)
+    return Transition(
+        name, frozenset(sources.split()), target, phrase, tally, recorded_only, by_name_only
+    )
 
 
 # The recorded name of a move a person made (`job status --set`): no transition of
@@ -155,10 +164,21 @@ JOB: Final = StateMachine(
             tally="restarted {n}\u00d7 after an interruption",
             recorded_only=True,
         ),
+        _move(
+            "follow_up",
+            "completed",
+            "running",
+            "a person sent its agent a follow-up",
+            tally="followed up {n}\u00d7",
+            recorded_only=True,
+            by_name_only=True,
+        ),
     ),
 )
 """Jobs (SPEC §3): pending -> running -> completed | error, cancel while live,
-lease expiry (or a worker giving it back) to pending, resume a failed or cancelled job."""
+lease expiry (or a worker giving it back) to pending, resume a failed or cancelled job;
+a completed job whose agent is still there runs again when a person sends it a
+follow-up (`orchestrate send`, the control room's `i`): only by that name."""
 
 SESSION: Final = StateMachine(
     name="session",
@@ -220,6 +240,25 @@ def check_transition(
         f"{_who(machine, subject)}: cannot go from {current} to {target} "
         f"(allowed from {current}: {allowed}{already})"
     )
+
+
+def check_move(
+    machine: StateMachine,
+    current: str,
+    target: str,
+    transition: str | None,
+    subject: str | None = None,
+) -> None:
+    """`check_transition`, unless ``transition`` names a by-name-only move of the
+    machine: then that move must apply from ``current`` and lead to ``target``."""
+    move = next((m for m in machine.transitions if m.name == transition), None)
+    if move is None or not move.by_name_only:
+        check_transition(machine, current, target, subject)
+        return
+    if next_state(machine, current, move.name, subject) != target:
+        raise IllegalTransition(
+            f"{_who(machine, subject)}: {move.name} leads to {move.target}, not {target}"
+        )
 
 
 def next_state(

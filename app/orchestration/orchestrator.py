@@ -373,13 +373,20 @@ class Orchestrator:
     def send_input(self, job_id: str, text: str, *, by: str = "cli") -> int:
         """Give the job's agent free text, as a bracketed paste then Enter (never
         send-keys of raw text), and record it as an `input` event: who, how much,
-        how long it took. Returns the number of characters sent."""
+        how long it took. Returns the number of characters sent.
+
+        A completed job whose agent is still at its prompt (`--done-when idle` keeps
+        the pane for this) runs again first: its follow-up turn is supervised as the
+        first was, so what the agent then asks reaches the control room."""
         if not text.strip():
             raise UnknownAgent("nothing to send: the text is empty")
         job = self.registry.get(job_id)
         pane_id = self.pane_for_job(job_id)
         if pane_id is None or not self.driver.pane_alive(pane_id):
             raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
+        if job.status == "completed":
+            job = self.registry.follow_up(job_id, f"follow-up from {by}")
+            supervisor.ensure_started(self.settings.state_dir, self.driver.socket_name)
         started = time.monotonic()
         self.driver.paste_text(pane_id, text)
         took_ms = int((time.monotonic() - started) * 1000)

@@ -100,12 +100,14 @@ class ControlRoomApp(InboxActions):
             self.path = path
 
     class AttachReady(Message):
-        """The tmux command that shows the job's pane, found by a worker."""
+        """The tmux command that shows the job's pane, found by a worker; ``then``:
+        step in (attach) or open the talk box (talk)."""
 
-        def __init__(self, job_id: str, command: AttachCommand) -> None:
+        def __init__(self, job_id: str, command: AttachCommand, then: str = "attach") -> None:
             super().__init__()
             self.job_id = job_id
             self.command = command
+            self.then = then
 
     def __init__(
         self,
@@ -423,35 +425,59 @@ class ControlRoomApp(InboxActions):
             self.push_screen(JobDetailScreen(self.source, job_id))
 
     # -- stepping into an agent, talking to it ------------------------------------
+    # A completed job may still have its agent at its prompt (`--done-when idle` keeps
+    # the pane for review and follow-up): stepping in and talking ask the source for
+    # its pane instead of judging by the status.
+    NO_PANE_STATUSES = frozenset({"pending", "error", "cancelled"})
+
+    def _no_pane_yet(self, job_id: str) -> bool:
+        """Refuse at once (True) for a job that has no agent to act on."""
+        job = self._job_row(job_id)
+        if job is None or job.status not in self.NO_PANE_STATUSES:
+            return False
+        why = "has not started yet" if job.status == "pending" else "has stopped"
+        self._refuse(f"{job_id} is {job.status}: its agent {why} (d: its page)")
+        return True
+
     def action_attach_job(self) -> None:
         """Put the person into the agent's pane (the first time, after a word on how
         to come back); the control room is as they left it when they return."""
-        if not (job_id := self._selected_job()):
-            return
-        job = self._job_row(job_id)
-        if job is not None and job.status != "running":
-            self._refuse(f"{job_id} is {job.status}: no agent pane to step into (d: its page)")
+        if (job_id := self._selected_job()) and not self._no_pane_yet(job_id):
+            job = self._job_row(job_id)
+            self._find_pane(job_id, "attach", job.status if job is not None else "")
+
+    @work(thread=True, exit_on_error=False, group="attach", description="Finding the agent's pane")
+    def _find_pane(self, job_id: str, then: str, status: str) -> None:
+        """The job's pane first (a finished job's may be gone), then ``then``: attach
+        or talk. ``status``: the job's, as the table showed it."""
+        try:
+            command = self.source.attach_command(job_id)
+        except SOURCE_ERRORS as error:
+            if status not in ("running", ""):
+                doing = "nothing to step into" if then == "attach" else "nobody to talk to"
+                raise self.ActionFailed(
+                    f"{job_id} is {status} and its agent's pane is gone: {doing}"
+                ) from error
+            verb = "attach to" if then == "attach" else "talk to"
+            raise self.ActionFailed(f"Could not {verb} {job_id}: {error}") from error
+        self.post_message(self.AttachReady(job_id, command, then))
+
+    def on_control_room_app_attach_ready(self, message: AttachReady) -> None:
+        if message.then == "talk":
+            self._talk_box(message.job_id)
             return
         if self.attach_hint_shown:
-            self._find_pane(job_id)
+            self._step_into(message)
             return
 
         def chosen(go: bool | None) -> None:
             self.attach_hint_shown = True
             if go:
-                self._find_pane(job_id)
+                self._step_into(message)
 
-        self.push_screen(AttachHintScreen(job_id, RETURN_KEY_LABEL), chosen)
+        self.push_screen(AttachHintScreen(message.job_id, RETURN_KEY_LABEL), chosen)
 
-    @work(thread=True, exit_on_error=False, group="attach", description="Finding the agent's pane")
-    def _find_pane(self, job_id: str) -> None:
-        try:
-            command = self.source.attach_command(job_id)
-        except SOURCE_ERRORS as error:
-            raise self.ActionFailed(f"Could not attach to {job_id}: {error}") from error
-        self.post_message(self.AttachReady(job_id, command))
-
-    def on_control_room_app_attach_ready(self, message: AttachReady) -> None:
+    def _step_into(self, message: AttachReady) -> None:
         command = message.command
         if command.switches_client:  # inside orchestrate's own tmux: this app keeps running
             self._switch_client(command.argv)
@@ -488,21 +514,29 @@ class ControlRoomApp(InboxActions):
         )
 
     def action_talk(self) -> None:
-        """A prompt box whose text goes to the agent as a paste (`orchestrate send`)."""
-        if not (job_id := self._selected_job()):
+        """A prompt box whose text goes to the agent as a paste (`orchestrate send`); a
+        completed job's, once its pane is known to be there."""
+        if not (job_id := self._selected_job()) or self._no_pane_yet(job_id):
             return
         job = self._job_row(job_id)
-        if job is not None and job.status != "running":
-            self._refuse(f"{job_id} is {job.status}: no agent is there to read a message")
-            return
+        if job is not None and job.status == "completed":
+            self._find_pane(job_id, "talk", job.status)
+        else:
+            self._talk_box(job_id)
+
+    def _talk_box(self, job_id: str) -> None:
+        job = self._job_row(job_id)
+        reopens = job is not None and job.status == "completed"
 
         def send(text: str | None) -> None:
             if text:
                 done = f"Sent {{result}} characters to {job_id}"
+                if reopens:
+                    done += ": its job runs again until the agent is done"
                 self._call(f"Sending to {job_id}", done, "send_input", job_id, text)
 
         agent = job.agent if job is not None else ""
-        self.push_screen(TalkScreen(job_id, agent), send)
+        self.push_screen(TalkScreen(job_id, agent, reopens=reopens), send)
 
     def action_sort(self) -> None:
         if isinstance(self.screen, MainScreen):

@@ -76,6 +76,32 @@ def test_a_custom_agent_is_supervised_from_its_rules(
     assert orch.driver.pane_alive(str(orch.pane_for_job(job.job_id)))  # kept for follow-up
 
 
+def test_a_follow_up_to_a_completed_job_is_supervised_again(
+    mybot: Orchestrator, workdir: Path, wait_for
+) -> None:
+    """Its turn done and idle past the grace, the job completed with its agent kept at
+    its prompt; `send` gives it more to do: the job runs again, the new question is
+    seen with its command (before, it reached nobody: the job stayed completed), and
+    the job completes again once the agent is idle."""
+    orch = mybot
+    job = orch.submit("create done please", "mybot", "bot-5", workdir=workdir)
+    wait_for(lambda: activity(orch, job.job_id) == "waiting", what="its question")
+    orch.answer(job.job_id, "yes")
+    wait_for(lambda: orch.reconcile() and orch.registry.get(job.job_id).status == "completed",
+             what="the job to complete once idle")  # fmt: skip
+    assert orch.send_input(job.job_id, "and the other file", by="ann") == len("and the other file")
+    again = orch.registry.get(job.job_id)
+    assert again.status == "running" and again.completed_at is None
+    assert "follow-up from ann" in orch.registry.why(job.job_id)
+    wait_for(lambda: activity(orch, job.job_id) == "waiting", what="the follow-up's question")
+    assert (orch.registry.get(job.job_id).activity_data or {})["command"] == "touch other.txt"
+    orch.answer(job.job_id, "yes")
+    wait_for(lambda: (workdir / "other.txt").exists(), what="the follow-up's command")
+    wait_for(lambda: orch.reconcile() and orch.registry.get(job.job_id).status == "completed",
+             what="the job to complete again")  # fmt: skip
+    assert "followed up 1\u00d7" in orch.registry.why(job.job_id)
+
+
 def test_answer_no_leaves_the_disk_alone(mybot: Orchestrator, workdir: Path, wait_for) -> None:
     orch = mybot
     job = orch.submit("create done please", "mybot", "bot-2", workdir=workdir)

@@ -251,6 +251,35 @@ def test_set_status_cancel_resume(registry: Registry) -> None:
     assert "resumed 1\u00d7" in registry.why(other.job_id)
 
 
+def test_a_follow_up_runs_a_completed_job_again(registry: Registry) -> None:
+    """A person's follow-up to a completed job's agent: running again (same attempt,
+    same seqs, events accepted), completing again later; only by that name (`job status
+    --set running` stays refused) and only from completed."""
+    job = registry.register("p", "a", "s")
+    registry.publish(job.job_id, "started")
+    with pytest.raises(IllegalTransition, match="cannot follow_up from running"):
+        registry.follow_up(job.job_id)
+    registry.set_status(job.job_id, "completed", "agent finished its turn")
+    assert registry.get(job.job_id).completed_at is not None
+    again = registry.follow_up(job.job_id, "follow-up from ann (control room)")
+    assert again.status == "running" and again.completed_at is None
+    assert again.activity == "starting" and again.lease_until is not None
+    assert "running since" in registry.why(job.job_id)
+    assert "follow-up from ann (control room)" in registry.why(job.job_id)
+    assert registry.publish(job.job_id, "progress", "more").event.seq == 2  # same attempt
+    registry.set_status(job.job_id, "completed", "agent finished its turn")
+    assert "followed up 1\u00d7" in registry.why(job.job_id)
+    assert "completed at" in registry.why(job.job_id)
+    for refused in ("pending", "error", "cancelled"):
+        other = registry.register("p", "a", "s")
+        if refused != "pending":
+            registry.set_status(other.job_id, refused)
+        before = dump(registry)
+        with pytest.raises(IllegalTransition, match=f"cannot follow_up from {refused}"):
+            registry.follow_up(other.job_id)
+        assert dump(registry) == before
+
+
 def test_pick_is_oldest_first_and_per_label(registry: Registry) -> None:
     first = registry.register("p1", "a", "tmux:a")
     theirs = registry.register("p2", "a", "tmux:b")

@@ -58,6 +58,8 @@ class InMemorySource:
         self.changed_at: dict[str, int] = {}  # job_id -> bus seq of its last change
         self.broker_state: Any = "none"
         self.inputs: list[tuple[str, str]] = []  # (job_id, text) sent to agents
+        self.kept_panes: set[str] = set()
+        """Finished jobs whose agent is still at its prompt (`--done-when idle`)."""
         self.seq = 0
         self.claimed: set[str] = set()  # notify claims, as the bus's unique ids keep them
         self.lock = threading.RLock()
@@ -232,13 +234,19 @@ class InMemorySource:
         return ["codex", "demo"]
 
     def attach_command(self, job_id: str) -> AttachCommand:
-        if self._job(job_id).status != "running":
+        if self._job(job_id).status != "running" and job_id not in self.kept_panes:
             raise AgentNotStarted(f"job {job_id} has no agent pane to attach to")
         argv = ["tmux", "-L", "orchestrate-test", "attach-session", "-t", "%1"]
         return AttachCommand(argv, switches_client=False)
 
     def send_input(self, job_id: str, text: str) -> int:
+        """As the orchestrator: a completed job whose pane is kept runs again."""
         with self.lock:
+            job = self._job(job_id)
+            if job.status != "running" and job_id not in self.kept_panes:
+                raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
+            if job.status == "completed":
+                self._move(job_id, ("completed",), "running")
             self.inputs.append((job_id, text))
             self.emit(job_id, "input", f"{len(text)} characters from the control room")
         return len(text)

@@ -61,7 +61,7 @@ async def test_enter_steps_into_the_agent_and_the_app_is_as_it_was(fake: FakeSou
         await wait_until(pilot, lambda: table.row_count == 2)
         select(app, "5f4e3d2c")
         await pilot.press("enter")
-        assert isinstance(app.screen, AttachHintScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, AttachHintScreen), "the hint")
         hint = str(app.screen.query_one("#hint").render())
         assert "ctrl+q" in hint and "5f4e3d2c" in hint
         await pilot.press("enter")  # Attach is focused
@@ -75,20 +75,53 @@ async def test_enter_steps_into_the_agent_and_the_app_is_as_it_was(fake: FakeSou
 
 
 async def test_attach_refuses_a_finished_job_and_esc_on_the_hint_stays(fake: FakeSource) -> None:
-    """A finished job has no pane: said at once. esc on the hint attaches nothing."""
+    """A finished job whose pane is gone: said, and nothing attached. esc on the hint
+    attaches nothing."""
     terminal = Terminal()
     app = app_with(fake, terminal)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
         select(app, "c4d5e6f7")
         await pilot.press("enter")
-        assert "c4d5e6f7 is completed: no agent pane to step into (d: its page)" in notices(app)
+        gone = "c4d5e6f7 is completed and its agent's pane is gone: nothing to step into"
+        await wait_until(pilot, lambda: gone in notices(app), "the refusal")
         select(app, "3fa2c1d0")
         await pilot.press("enter")
-        assert isinstance(app.screen, AttachHintScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, AttachHintScreen), "the hint")
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert terminal.ran == [] and isinstance(app.screen, MainScreen)
+
+
+async def test_a_completed_job_whose_agent_waits_at_its_prompt_is_stepped_into_and_followed_up(
+    fake: FakeSource,
+) -> None:
+    """`--done-when idle` keeps a completed job's pane for review and follow-up: enter
+    steps into it, and i sends it a follow-up (the box says this runs the job again),
+    after which it is running again. A pending job is refused at once."""
+    fake.kept_panes.add("c4d5e6f7")
+    pending = fake.submit("later", "codex", "beta")
+    terminal = Terminal()
+    app = app_with(fake, terminal)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        app.attach_hint_shown = True
+        select(app, "c4d5e6f7")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(terminal.ran) == 1, "the attach")
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, TalkScreen), "the talk box")
+        assert "it is completed: this runs it again" in str(app.screen.query_one("#to").render())
+        await pilot.press(*"also the changelog", "enter")
+        await wait_until(pilot, lambda: fake.inputs == [("c4d5e6f7", "also the changelog")])
+        ran_again = "Sent 18 characters to c4d5e6f7: its job runs again until the agent is done"
+        await wait_until(pilot, lambda: ran_again in notices(app), "the notice")
+        table = app.main.query_one(JobsTable)
+        await wait_until(pilot, lambda: table.jobs["c4d5e6f7"].status == "running", "running")
+        select(app, pending)
+        await pilot.press("i")
+        assert f"{pending} is pending: its agent has not started yet (d: its page)" in notices(app)
+        assert isinstance(app.screen, MainScreen)
 
 
 async def test_ctrl_q_in_the_control_room_does_not_quit(fake: FakeSource) -> None:
@@ -122,10 +155,11 @@ async def test_i_sends_a_message_to_the_agent(fake: FakeSource) -> None:
         await wait_until(pilot, lambda: "Sent 25 characters to 3fa2c1d0" in notices(app))
         table = app.main.query_one(JobsTable)
         await wait_until(pilot, lambda: table.jobs["3fa2c1d0"].last_event == "input")
-        select(app, "c4d5e6f7")
+        select(app, "c4d5e6f7")  # completed, and its pane is gone
         await pilot.press("i")
+        gone = "c4d5e6f7 is completed and its agent's pane is gone: nobody to talk to"
+        await wait_until(pilot, lambda: gone in notices(app), "the refusal")
         assert isinstance(app.screen, MainScreen)
-        assert "c4d5e6f7 is completed: no agent is there to read a message" in notices(app)
 
 
 async def test_i_then_esc_sends_nothing(fake: FakeSource) -> None:

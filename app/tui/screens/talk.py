@@ -30,15 +30,19 @@ class TalkScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
 
-    def __init__(self, job_id: str, agent: str) -> None:
+    def __init__(self, job_id: str, agent: str, *, reopens: bool = False) -> None:
+        """``reopens``: the job is completed, its agent still at its prompt: sending runs
+        the job again (said in the box, before anything is sent)."""
         super().__init__()
         self.job_id = job_id
         self.agent = agent
+        self.reopens = reopens
 
     def compose(self) -> ComposeResult:
         who = f"to job {self.job_id}" + (f" ({visible(self.agent)})" if self.agent else "")
+        again = " · it is completed: this runs it again" if self.reopens else ""
         with Vertical():
-            yield Label(Text(f"{who} · enter sends · esc closes"), id="to")
+            yield Label(Text(f"{who}{again} · enter sends · esc closes"), id="to")
             yield Input(placeholder="Tell the agent…", id="message")
             yield Label("", id="error")
 
