@@ -135,13 +135,19 @@ class Observation:
     def defers_to(self, current: Observation | None) -> bool:
         """Whether this sighting, from a weaker source, must leave the job's current
         activity alone: it only repeats what a structured source (a hook, Codex's
-        app-server) said, adding no command; or it is Codex's status sequence while
-        its app-server reports (read late from the pane log, it may be stale).
+        app-server) said, adding no command; it is a status sequence repeating the
+        current state; or it is Codex's status sequence while its app-server reports
+        (read late from the pane log, it may be stale).
 
         Checked where the change is written, so a supervision pass that read the job
         before the structured source spoke cannot undo what it said."""
         if current is None or self.source.startswith(STRUCTURED_SOURCES):
             return False
+        if self.source.startswith("osc:") and current.activity == self.activity:
+            # A status sequence only ever says the state: Codex repeats `blocked` as it
+            # redraws its dialog, which undid the command its screen had named and
+            # started the wait again (a second bell and notify for one question).
+            return True
         if current.source.startswith(STRUCTURED_SOURCES) and current.activity == self.activity:
             return bool(current.command) or not self.command
         return current.source.startswith(APP_SERVER) and self.source.startswith("osc:")

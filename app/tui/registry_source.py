@@ -51,7 +51,8 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
-from registry.activity import describe_source, observation_of
+from registry.activity import Observation, describe_source, observation_of
+from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.needs_you import Signal, claim, watched
@@ -138,6 +139,22 @@ def _asked(job: Job) -> tuple[tuple[str, str], ...]:
     return tuple((label, text) for label, text in pairs if text)
 
 
+def event_detail(payload: dict[str, Any]) -> str:
+    """An event's detail as the stream and the timeline show it; a wait says what it
+    waits on ("waiting: Bash `npm test`"), its detail alone reads "waiting"."""
+    detail = str(payload.get("detail", ""))
+    data = payload.get("data")
+    if payload.get("event") != "activity" or not isinstance(data, dict):
+        return detail
+    if data.get("activity") != "waiting":
+        return detail
+    try:
+        about = Observation.from_data(data).summary()
+    except RegistryError:  # not an activity it knows: its detail as written
+        return detail
+    return f"{detail}: {about}" if about else detail
+
+
 def event_row(message: Message) -> EventRow | None:
     """A stream line for a `job.event` message, or for a status change nobody's
     event explains (a cancel, a resume, an expired lease); None for the rest."""
@@ -149,7 +166,7 @@ def event_row(message: Message) -> EventRow | None:
             ts=_ts(message.ts_ms),
             job_id=job_id,
             event=str(payload.get("event", "?")),
-            detail=str(payload.get("detail", "")),
+            detail=event_detail(payload),
         )
     reason = str(payload.get("reason", ""))
     if message.type == "job.status" and not moved_by_agent(reason):
@@ -450,7 +467,7 @@ class RegistrySource:
                     ts=_ts(int(row["ts_ms"])),
                     job_id=job_id,
                     event=str(payload.get("event", "?")),
-                    detail=str(payload.get("detail", "")),
+                    detail=event_detail(payload),
                 )
             )
         return JobDetail(

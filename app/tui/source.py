@@ -68,6 +68,12 @@ class JobRow:
     """The answers its agent takes (``always`` only where the agent has one)."""
 
     @property
+    def names_command(self) -> bool:
+        """Whether its wait says what it would run (a tool or a command), not only that
+        it waits (Codex's status sequence comes before its screen shows the command)."""
+        return any(label in ("tool", "command") for label, _ in self.asked)
+
+    @property
     def state(self) -> str:
         """The one word shown for the job: its activity while it runs (`waiting` for a
         permission answer, `working`, `idle`, `interrupted`…), its status otherwise."""

@@ -227,3 +227,22 @@ def test_the_registry_keeps_the_best_source_whoever_reads_late(registry: Registr
     assert [registry.observe(job_id, seen) for seen in late] == [None, None, None]
     assert registry.observe(job_id, Observation("working", "appserver:codex:status"))
     assert registry.observe(job_id, Observation("idle", "screen:codex.idle")) is not None
+
+
+def test_codex_repeating_its_blocked_status_is_one_wait(registry: Registry) -> None:
+    """Codex writes `state=blocked` again as it redraws its dialog: once its screen
+    named the command, the repeat is no change (it put "needs permission" back and
+    started the wait anew: a second bell and notify for one question)."""
+    job_id = running(registry, "codex")
+    blocked = Observation("waiting", "osc:codex:blocked", question="needs permission")
+    named = Observation("waiting", "screen:codex.approval", question="Run it?",
+                        command="touch done.txt")  # fmt: skip
+    assert registry.observe(job_id, blocked) is not None
+    assert registry.observe(job_id, named) is not None
+    since = registry.get(job_id).activity_at_ms
+    assert registry.observe(job_id, blocked) is None
+    job = registry.get(job_id)
+    assert (job.activity_data or {})["command"] == "touch done.txt"
+    assert job.activity_at_ms == since
+    assert registry.observe(job_id, Observation("working", "osc:codex:working")) is not None
+    assert registry.observe(job_id, blocked) is not None  # the next question is a new wait

@@ -426,11 +426,35 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert "waiting 1" in str(header.render())
         assert not [n for n in notices(app) if "asks" in n]
         fake.emit("5f4e3d2c", "permission_required", "Allow edit of src/app.py?")
-        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/n"
+        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/n/a"
         await wait_until(pilot, lambda: question in notices(app))
         assert "waiting 2" in str(header.render())
         table = app.main.query_one(JobsTable)
         assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}
+
+
+async def test_a_wait_is_announced_with_the_command_it_is_about(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """Codex's status sequence says "waiting" a moment before its screen shows the
+    command: the notice waits for the command (it read "asks: needs permission"), and
+    says it once, with the answers its agent has."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        fake.emit("5f4e3d2c", "permission_required", "needs permission")
+        table = app.main.query_one(JobsTable)
+        await wait_until(pilot, lambda: table.jobs["5f4e3d2c"].waiting_permission)
+        await pilot.pause(0.3)
+        assert not [n for n in notices(app) if "asks" in n]
+        with fake.lock:
+            fake.seq += 1
+            asked = (("question", "Run it?"), ("command", "touch x"), ("seen by", "screen rule"))
+            fake._put(replace(fake.jobs["5f4e3d2c"], question="`touch x`", asked=asked))
+        await wait_until(pilot, lambda: any("asks" in n for n in notices(app)), "the notice")
+        await pilot.pause(0.3)
+        said = [n for n in notices(app) if "asks" in n]
+        assert said == ["job 5f4e3d2c (codex) asks: `touch x` — y/n/a"]
 
 
 async def test_one_missing_event_is_worded_singular(make_app: AppFactory, fake: FakeSource) -> None:

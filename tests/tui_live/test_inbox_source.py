@@ -64,6 +64,21 @@ def test_a_waiting_row_says_what_it_asks_and_which_answers_its_agent_has(
     assert dict(published.asked)["seen by"] == "its agent's own permission_required event"
 
 
+def test_a_wait_in_the_event_stream_and_the_timeline_says_what_it_waits_on(
+    source: RegistrySource, orch: Orchestrator
+) -> None:
+    """An activity event's own detail is the bare word "waiting": the stream and the
+    job's timeline add what the wait is about; other activities stay one word."""
+    job = orch.registry.register("a", "claude", "s1", sign_events=False)
+    orch.registry.publish(job.job_id, "started", "go")
+    orch.registry.observe(job.job_id, Observation("idle", "hook:claude:Stop"))
+    orch.registry.observe(job.job_id, ASKS)
+    details = [(e.event, e.detail) for e in source.poll(0).events if e.job_id == job.job_id]
+    assert details[-2:] == [("activity", "idle"), ("activity", "waiting: Bash `npm test`")]
+    timeline = [(e.event, e.detail) for e in source.job_detail(job.job_id).timeline]
+    assert timeline[-2:] == [("activity", "idle"), ("activity", "waiting: Bash `npm test`")]
+
+
 def test_answering_a_job_that_does_not_wait_is_refused(
     source: RegistrySource, orch: Orchestrator
 ) -> None:

@@ -23,12 +23,14 @@ from app.tui.safe_text import as_text
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
-from app.tui.widgets.inbox_panel import InboxPanel
+from app.tui.widgets.inbox_panel import InboxPanel, question_of
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
 
 W = TypeVar("W", bound=Widget)
+ANNOUNCE_WAIT_S = 2.0
+"""How long a new wait's notice waits for the command it is about."""
 
 
 class MainScreen(Screen[None]):
@@ -94,6 +96,8 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.first_delta_applied = False
+        # Jobs that started waiting and are not announced yet (their command unknown).
+        self._held_questions: set[str] = set()
         # The job whose pane log the split tail should show: set when it is asked for
         # (l, or the cursor moving while it is open), None once it is closed. A log
         # path found for any other job arrives too late and is dropped.
@@ -143,15 +147,30 @@ class MainScreen(Screen[None]):
         self.first_delta_applied = True
         if announce:  # the jobs waiting at startup are counted in the header, not toasted
             for job_id in sorted(table.waiting - was_waiting):
-                self._announce_question(table.jobs[job_id])
+                self._held_questions.add(job_id)
+                self.set_timer(ANNOUNCE_WAIT_S, lambda job_id=job_id: self._announce(job_id, True))
+        for job_id in sorted(self._held_questions):
+            self._announce(job_id, False)
         return True
 
-    def _announce_question(self, job: JobRow) -> None:
-        """A job has just started waiting for a permission answer: say so, as
-        it may be scrolled out of view or filtered out."""
-        detail = job.question or job.progress_detail or "permission"
+    def _announce(self, job_id: str, waited: bool) -> None:
+        """A job has just started waiting for a permission answer: say so, as it may be
+        scrolled out of view or filtered out. Held until the wait names its command
+        (Codex's status sequence says "waiting" before its screen shows what), or for
+        ANNOUNCE_WAIT_S: then said with what is known."""
+        if job_id not in self._held_questions:
+            return
+        table = self._composed("#jobs", JobsTable)
+        job = table.jobs.get(job_id) if table is not None else None
+        if job is None or not job.waiting_permission:
+            self._held_questions.discard(job_id)  # answered, or gone, before it was said
+            return
+        if not waited and not job.names_command:
+            return
+        self._held_questions.discard(job_id)
+        keys = "/".join(reply[0] for reply in job.answers)
         self.notify(
-            f"job {job.job_id} ({job.agent}) asks: {detail} — y/n",
+            f"job {job.job_id} ({job.agent}) asks: {question_of(job)} — {keys}",
             title="Waiting for an answer",
             severity="warning",
             timeout=15,

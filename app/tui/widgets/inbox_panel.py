@@ -37,8 +37,9 @@ def waited(job: JobRow, now: datetime | None) -> str:
 
 
 def question_of(job: JobRow) -> str:
-    """What the job asks, in a few words."""
-    return job.question or job.progress_detail or "a permission answer"
+    """What the job asks, in a few words (its last event's detail is no question: an
+    activity event's reads "waiting")."""
+    return job.question or "a permission answer"
 
 
 class InboxPanel(Widget):
