@@ -35,14 +35,17 @@ from textual.widgets import LoadingIndicator  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.tmux.driver import TmuxDriver  # noqa: E402
 from app.tmux.names import session_name_for  # noqa: E402
+from app.tmux.panes import JOB_OPTION  # noqa: E402
 from app.tui.app import ControlRoomApp  # noqa: E402
 from app.tui.registry_source import RegistrySource  # noqa: E402
+from app.tui.screens.attach_hint import AttachHintScreen  # noqa: E402
 from bus import heartbeats  # noqa: E402
 from registry.events import build_event  # noqa: E402
 from registry.jobs import Registry  # noqa: E402
 from registry.sessions import SessionStore  # noqa: E402
 
 SIZE = (120, 40)
+WAITING_JOB = "00000002"  # beta's job, asking about pyproject.toml (ids are pinned)
 START = datetime(2025, 1, 15, 11, 30, 0, tzinfo=UTC)
 STEP_MS = 4_000  # every registry timestamp is 4 s after the previous one
 SOCKET = "orchestrate-screenshots"
@@ -194,6 +197,8 @@ async def shoot(name: str, keys: tuple[str, ...], state_dir: Path, now_ms: int, 
             await settle(pilot, lambda: 0 < events.max_scroll_y == events.scroll_y)
             await pilot.pause(0.3)
         await pilot.press(*keys)
+        if name == "attach_hint":  # enter finds the job's pane first (a worker), then asks
+            await settle(pilot, lambda: isinstance(app.screen, AttachHintScreen))
         if name == "job_detail":
             tail = app.screen.query_one("#detail-tail")
             await settle(pilot, lambda: tail.line_count >= len(PANE_LOG))  # type: ignore[attr-defined]
@@ -252,6 +257,12 @@ async def main(out_dir: Path) -> None:
         write_history(state_dir)
         for label, _ in SESSIONS[:3]:  # delta was stopped: its tmux session is gone
             driver.ensure_session(label)
+        # beta's pane is its waiting job's: enter finds it, and shows the way back
+        beta = session_name_for("beta")
+        subprocess.run(
+            ["tmux", "-L", SOCKET, "set-option", "-p", "-t", beta, JOB_OPTION, WAITING_JOB],
+            check=True,
+        )
         try:
             shots = {
                 "main": (),

@@ -406,10 +406,12 @@ class ControlRoomApp(InboxActions):
         selects_jobs = hasattr(type(self.screen), "selected_job_id")
         if action == "history" and isinstance(self.screen, HistoryScreen):
             return False  # h on the History screen itself: nothing to do, not in its footer
-        if action in {"open_job", "sort"} and not isinstance(self.screen, MainScreen):
-            return False  # a job's page, sorting: from the jobs table only
-        if action == "inbox" and isinstance(self.screen, InboxScreen):
-            return False
+        if action == "sort" and not isinstance(self.screen, MainScreen):
+            return False  # sorting: the jobs table only
+        if action == "open_job" and not isinstance(self.screen, MainScreen | InboxScreen):
+            return False  # a job's page: from a list of jobs
+        if action in {"inbox", "new_job", "filter"} and isinstance(self.screen, InboxScreen):
+            return False  # the inbox is for answering: its footer keeps to that (80 columns)
         if action == "next_waiting":  # tab moves focus as usual on the other screens
             return isinstance(self.screen, MainScreen | InboxScreen)
         return selects_jobs or action not in JOB_ACTIONS
@@ -421,7 +423,7 @@ class ControlRoomApp(InboxActions):
         return job_id
 
     def action_open_job(self) -> None:
-        if isinstance(self.screen, MainScreen) and (job_id := self._selected_job()):
+        if isinstance(self.screen, MainScreen | InboxScreen) and (job_id := self._selected_job()):
             self.push_screen(JobDetailScreen(self.source, job_id))
 
     # -- stepping into an agent, talking to it ------------------------------------
@@ -653,6 +655,8 @@ class ControlRoomApp(InboxActions):
     def action_toggle_log(self) -> None:
         if isinstance(self.screen, JobDetailScreen):
             self.screen.query_one("#detail-tail").toggle_class("-hidden")
+        elif isinstance(self.screen, InboxScreen):
+            self.screen.toggle_screen()
         elif isinstance(self.screen, MainScreen):
             if self.main.log_wanted is not None:
                 self.main.hide_log()
@@ -673,9 +677,13 @@ class ControlRoomApp(InboxActions):
         # a path found after the cursor moved on, or the split was closed, is dropped
         if message.job_id == self.main.log_wanted:
             self.main.show_log(message.job_id, message.path)
+        for screen in self.screen_stack:
+            if isinstance(screen, InboxScreen):
+                screen.show_screen(message.job_id, message.path)
 
     @on(MainScreen.LogWanted)
-    def _follow_log(self, message: MainScreen.LogWanted) -> None:
+    @on(InboxScreen.ScreenWanted)
+    def _follow_log(self, message: MainScreen.LogWanted | InboxScreen.ScreenWanted) -> None:
         self._find_log(message.job_id)
 
     def action_tmux_split(self) -> None:

@@ -71,7 +71,14 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "new", "plus", "new_job", "New", "Submit a new job to an agent session", key_display="+"
     ),
-    Command("cancel", "c", "cancel_job", "Cancel", "Cancel the selected job (asks first)"),
+    Command(
+        "cancel",
+        "c",
+        "cancel_job",
+        "Cancel",
+        "Cancel the selected job (asks first)",
+        show=False,  # the footer keeps room for enter (step in) at 80 columns
+    ),
     Command(
         "resume",
         "r",
@@ -174,13 +181,27 @@ NAVIGATION_BINDINGS: list[BindingType] = [
     Binding(key, action, name, tooltip=help, show=False) for key, action, name, help in NAVIGATION
 ]
 
+
+def command_called(name: str) -> Command:
+    """The command named ``name`` (a KeyError is a typo in this module's callers)."""
+    return next(command for command in COMMANDS if command.name == name)
+
+
+ROW_BINDINGS: list[BindingType] = [
+    command_called("attach").bound_on_screen(show=True),
+    *NAVIGATION_BINDINGS,
+]
+"""For the tables that list jobs: a DataTable binds enter itself (select), which hid
+the app's enter (step into the agent) from the footer and, in the inbox, did nothing."""
+
 SCREEN_BINDINGS: list[BindingType] = [c.screen_binding for c in COMMANDS if c.screen_key]
 """For the screens that list jobs (main, inbox): their keys that Screen binds too."""
 
 
-def screen_keys(*names: str) -> list[BindingType]:
-    """The named commands bound on a screen with their keys in its footer."""
-    return [command.bound_on_screen(show=True) for command in COMMANDS if command.name in names]
+def screen_keys(*names: str, show: bool = True) -> list[BindingType]:
+    """The named commands bound on a screen, with their keys in its footer or (``show``
+    False) left out of it: a screen's binding wins over the app's, in the footer too."""
+    return [command.bound_on_screen(show=show) for command in COMMANDS if command.name in names]
 
 
 def command_named(name: str) -> Command | None:

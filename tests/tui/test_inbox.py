@@ -17,19 +17,23 @@ from fake_source import FakeSource, fixed_clock
 from memory_source import FIXED_NOW
 from rich.console import Console
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Footer
+from textual.widgets._footer import FooterKey
 from tui_helpers import loaded, notices, select, wait_until
 
 from app.orchestration.notify import NotifyCommand
+from app.tmux.attach import AttachCommand
 from app.tui.app import ControlRoomApp
 from app.tui.needs_you import SignalSettings
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.inbox import InboxScreen
+from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.source import AnswerOutcome, AnswerReply
 from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
+from app.tui.widgets.pane_tail import PaneTail
 
 AppFactory = Callable[[], ControlRoomApp]
 WAITING = "7b0e99a1"  # codex, waiting at startup (the demo data)
@@ -391,3 +395,105 @@ async def test_help_on_the_inbox_lists_each_key_once(make_app: AppFactory) -> No
         keys = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
         assert len(keys) == len(set(keys)) and {"y", "n", "a", "tab"} <= set(keys)
         assert "w" not in keys  # w on the inbox does nothing
+
+
+# -- acting on a waiting agent from the inbox ----------------------------------
+
+
+async def test_the_inbox_footer_keeps_its_answers_help_and_quit_at_80_columns(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """enter, tab, esc, y, n, a, ? and q fit in 80 columns (the inbox's footer ran past
+    them); i, d and l are said under the question instead, and still work."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await pilot.pause()
+        keys = {key.key_display: key for key in app.screen.query_one(Footer).query(FooterKey)}
+        assert {"⏎", "tab", "esc", "y", "n", "a", "?", "q"} <= set(keys)
+        assert not {"i", "d", "l", "+", "/", "c"} & set(keys)
+        assert all(0 < keys[k].region.right <= 80 for k in ("⏎", "a", "?", "q"))
+        asked = str(app.screen.query_one("#asked").render())
+        assert "⏎ step into it · i talk · d its page · l its screen" in asked
+
+
+async def test_enter_in_the_inbox_steps_into_the_selected_waiting_agent(fake: FakeSource) -> None:
+    """enter on the inbox's second row attaches that job's pane (it did nothing: the
+    table took enter as select), and the inbox is still there, on that row, after."""
+    fake.emit(SECOND, "permission_required", "Bash `npm test`")
+    asked: list[str] = []
+    attach = fake.attach_command
+
+    def recorded(job_id: str) -> AttachCommand:
+        asked.append(job_id)
+        return attach(job_id)
+
+    fake.attach_command = recorded  # type: ignore[method-assign]
+    ran: list[list[str]] = []
+    app = ControlRoomApp(
+        fake,
+        clock=fixed_clock,
+        poll_interval_s=0.05,
+        age_refresh_s=3600,
+        take_terminal=lambda argv: ran.append(argv) or 0,
+    )
+    app.attach_hint_shown = True
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+        table = screen.query_one("#waiting", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "two waiting rows")
+        await pilot.press("j", "enter")
+        await wait_until(pilot, lambda: len(ran) == 1, "the attach")
+        assert asked == [SECOND] and "attach-session" in ran[0]
+        assert app.screen is screen and screen.selected_job_id == SECOND
+
+
+async def test_d_in_the_inbox_opens_the_waiting_jobs_page(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w", "d")
+        await wait_until(pilot, lambda: isinstance(app.screen, JobDetailScreen), "its page")
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == WAITING
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "back in the inbox")
+
+
+async def test_the_inbox_shows_the_selected_agents_screen_and_l_hides_it(
+    make_app: AppFactory, fake: FakeSource, tmp_path: Path
+) -> None:
+    """The agent's own screen, from its pane log, under the question: what the agent
+    shows around its question; it follows the cursor; l hides it and shows it again."""
+    fake.emit(SECOND, "permission_required", "Bash `npm test`")
+    for job_id, words in ((WAITING, "Allow rm -rf build/ ?"), (SECOND, "Run npm test ? [y/n]")):
+        log = tmp_path / f"{job_id}.log"
+        log.write_bytes(f"\x1b[1m{words}\x1b[0m\r\n".encode())
+        fake.pane_logs[job_id] = log
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+        view = screen.query_one("#agent-screen", PaneTail)
+
+        def shows(words: str) -> bool:
+            return any(words in line for line in view.lines)
+
+        await wait_until(pilot, lambda: shows("Allow rm -rf build/ ?"), "the first agent's screen")
+        await pilot.press("j")
+        await wait_until(pilot, lambda: shows("Run npm test ? [y/n]"), "the second agent's screen")
+        assert not shows("Allow rm -rf build/")
+        await pilot.press("l")
+        await pilot.pause()
+        assert not view.display or view.region.height == 0
+        await pilot.press("l")
+        await wait_until(pilot, lambda: view.region.height > 0, "the screen again")
+        assert shows("Run npm test ? [y/n]")

@@ -1,22 +1,26 @@
 """`w`: the permission inbox. Every job waiting on a person, what it asks (the
 question, the tool and its command, and which signal saw it), how long it has
-waited; `y`, `n` and `a` answer the selected one, `tab` moves to the next."""
+waited, and the agent's own screen; `y`, `n` and `a` answer the selected one, `tab`
+moves to the next, enter steps into its pane, `d` opens its page, `l` hides the screen."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import CellDoesNotExist
 
-from app.tui.commands import BACK, screen_keys
+from app.tui.commands import BACK, ROW_BINDINGS, screen_keys
 from app.tui.safe_text import as_text
 from app.tui.source import JobRow
 from app.tui.widgets.inbox_panel import QUESTION_CHARS, question_of, waited
+from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.theme import theme_style
 from registry.activity import AGENT_NAMES
 from registry.wording import counted
@@ -33,6 +37,12 @@ COLUMNS = (
 ANSWER_KEYS = (("yes", "y"), ("no", "n"), ("always", "a"))
 
 
+class WaitingTable(DataTable[Text]):
+    """The waiting jobs: enter steps into the selected agent's pane, j/k/g/G move."""
+
+    BINDINGS = ROW_BINDINGS
+
+
 class InboxScreen(Screen[None]):
     """Its rows come from the main screen (which keeps applying deltas underneath),
     so it never reads the registry itself."""
@@ -46,29 +56,48 @@ class InboxScreen(Screen[None]):
         height: auto; min-height: 5; padding: 0 1; border: round $primary-darken-2;
         border-title-color: $text-muted;
     }
+    InboxScreen #agent-screen { height: 1fr; min-height: 4; }
+    InboxScreen.-no-screen #agent-screen { display: none; }
     InboxScreen #nobody { padding: 1 2; color: $text-muted; display: none; }
     InboxScreen.-empty #nobody { display: block; }
-    InboxScreen.-empty #waiting, InboxScreen.-empty #asked { display: none; }
+    InboxScreen.-empty #waiting, InboxScreen.-empty #asked, InboxScreen.-empty #agent-screen {
+        display: none;
+    }
     """
 
-    BINDINGS = [BACK, *screen_keys("yes", "no", "always", "next")]
+    BINDINGS = [
+        BACK,
+        *screen_keys("yes", "no", "always", "next"),
+        # said under the question instead: the footer keeps y/n/a, ? and q at 80 columns
+        *screen_keys("talk", "detail", "log", show=False),
+    ]
+
+    class ScreenWanted(Message):
+        """The agent's screen is shown and another job is selected: show its pane."""
+
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
 
     def compose(self) -> ComposeResult:
         yield Static("", id="inbox-title")
-        yield DataTable(id="waiting", cursor_type="row", zebra_stripes=True)
+        yield WaitingTable(id="waiting", cursor_type="row", zebra_stripes=True)
         yield Static("", id="asked")
+        yield PaneTail(id="agent-screen", replay_bytes=PREVIEW_BYTES)
         yield Static(
             "Nobody is waiting on you. A job that asks a question shows up here, in the "
             "main screen's panel, and in the terminal title.",
             id="nobody",
         )
-        yield Footer()
+        yield Footer(compact=True)
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: tuple[JobRow, ...] = ()
         self.answering: Mapping[str, str] = {}
         self._order: list[str] = []
+        self.screen_job: str | None = None
+        """The job whose pane the agent-screen view shows (or was asked for)."""
 
     @property
     def selected_job_id(self) -> str | None:
@@ -150,9 +179,39 @@ class InboxScreen(Screen[None]):
         title = f"Waiting for you: {counted(len(self.rows), 'job')}"
         self.query_one("#inbox-title", Static).update(as_text(title, "bold"))
         self._describe(self._row(self.selected_job_id))
+        self._want_screen(self.selected_job_id)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._describe(self._row(str(event.row_key.value)))
+        job_id = str(event.row_key.value)
+        self._describe(self._row(job_id))
+        self._want_screen(job_id)
+
+    # -- the agent's own screen ------------------------------------------------
+    @property
+    def screen_shown(self) -> bool:
+        return not self.has_class("-no-screen")
+
+    def toggle_screen(self) -> None:
+        """`l`: hide the agent's screen, or show it again."""
+        self.toggle_class("-no-screen")
+        self.screen_job = None
+        if self.screen_shown:
+            self._want_screen(self.selected_job_id)
+
+    def _want_screen(self, job_id: str | None) -> None:
+        """Ask the app for ``job_id``'s pane log (once per job) while the view is shown."""
+        if job_id is None or not self.screen_shown or job_id == self.screen_job:
+            return
+        self.screen_job = job_id
+        self.post_message(self.ScreenWanted(job_id))
+
+    def show_screen(self, job_id: str, path: Path | None) -> None:
+        """The app found ``job_id``'s pane log: follow it, if that job is still wanted."""
+        if job_id != self.screen_job:
+            return
+        view = self.query_one("#agent-screen", PaneTail)
+        view.follow(path)
+        view.border_title = as_text(f"its screen · {job_id} · l hides")
 
     def _describe(self, job: JobRow | None) -> None:
         """The selected job's question in full, and the keys that answer it."""
@@ -171,6 +230,8 @@ class InboxScreen(Screen[None]):
         if "always" not in job.answers:
             agent = AGENT_NAMES.get(job.agent, job.agent)
             text.append_text(as_text(f"  (no 'always': {agent} has no such answer)"))
+        text.append("\nor: ", theme_style(self.app, "foreground-darken-2"))
+        text.append_text(as_text("⏎ step into it · i talk · d its page · l its screen"))
         state = self.answering.get(job.job_id)
         if state:
             text.append("\n")

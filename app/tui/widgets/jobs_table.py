@@ -9,7 +9,6 @@ from typing import Any
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.app import App
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -17,7 +16,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
-from app.tui.commands import NAVIGATION_BINDINGS
+from app.tui.commands import ROW_BINDINGS
 from app.tui.safe_text import as_text, visible
 from app.tui.source import JobRow
 from app.tui.widgets.job_order import DEFAULT_ORDER, SORT_BY_KEY, order_key
@@ -107,7 +106,7 @@ class JobsTable(DataTable[object]):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"jobs-table--empty"}
     # enter steps into the agent (DataTable's enter would select the row: that is left
     # to a click on the highlighted row, which opens the job's page)
-    BINDINGS = [Binding("enter", "app.attach_job", show=False), *NAVIGATION_BINDINGS]
+    BINDINGS = ROW_BINDINGS
 
     filter_text: reactive[str] = reactive("")
     """The `/` filter; rows not matching it are removed from the view."""
