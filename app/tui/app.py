@@ -26,7 +26,7 @@ from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
 from app.tui.inbox_actions import InboxActions
 from app.tui.mailbox import DeltaMailbox
 from app.tui.needs_you import SignalSettings, TerminalSignals
-from app.tui.safe_text import visible
+from app.tui.notices import toast
 from app.tui.screens.attach_hint import AttachHintScreen
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
@@ -181,13 +181,7 @@ class ControlRoomApp(InboxActions):
         """Every notice here carries data (labels, job ids, errors, pane text), so none
         is ever markup, whatever the caller asks, and control characters show as such.
         Screens' and widgets' `notify` come here too."""
-        super().notify(
-            visible(message, one_line=False),
-            title=visible(title),
-            severity=severity,
-            timeout=timeout,
-            markup=False,
-        )
+        toast(self, message, title=title, severity=severity, timeout=timeout)
 
     def on_mount(self) -> None:
         # The first poll reads a screenful of jobs and events: started after the

@@ -433,6 +433,26 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}
 
 
+async def test_the_notice_of_a_question_goes_once_it_is_answered(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """Answered, the job stops waiting and its "asks" notice leaves the screen (three
+    answered agents left three stale notices over the inbox for their 15 s); other
+    notices stay."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        fake.emit("5f4e3d2c", "permission_required", "Allow edit of src/app.py?")
+        question = "job 5f4e3d2c (codex) asks: Allow edit of src/app.py? — y/n/a"
+        await wait_until(pilot, lambda: question in notices(app), "the question's notice")
+        app.notify("something else")
+        fake.answer("5f4e3d2c", "yes")
+        table = app.main.query_one(JobsTable)
+        await wait_until(pilot, lambda: not table.jobs["5f4e3d2c"].waiting_permission)
+        await wait_until(pilot, lambda: question not in notices(app), "the notice gone")
+        assert "something else" in notices(app)
+
+
 async def test_a_wait_is_announced_with_the_command_it_is_about(
     make_app: AppFactory, fake: FakeSource
 ) -> None:

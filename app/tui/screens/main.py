@@ -12,6 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.notifications import Notification
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
@@ -19,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
 
 from app.tui.commands import COMMANDS, SCREEN_BINDINGS, command_named, commands_starting
+from app.tui.notices import toast, withdraw
 from app.tui.safe_text import as_text
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
 from app.tui.widgets.event_stream import EventStream
@@ -98,6 +100,10 @@ class MainScreen(Screen[None]):
         self.first_delta_applied = False
         # Jobs that started waiting and are not announced yet (their command unknown).
         self._held_questions: set[str] = set()
+        self._question_notices: dict[str, Notification] = {}
+        """The "Waiting for an answer" notice of each job still waiting: taken off the
+        screen when the job stops waiting (three answered questions left three stale
+        notices over the inbox for 15 s)."""
         # The job whose pane log the split tail should show: set when it is asked for
         # (l, or the cursor moving while it is open), None once it is closed. A log
         # path found for any other job arrives too late and is dropped.
@@ -122,6 +128,9 @@ class MainScreen(Screen[None]):
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
         self.waiting_jobs = len(table.waiting)
+        for job_id in was_waiting - table.waiting:
+            if (notice := self._question_notices.pop(job_id, None)) is not None:
+                withdraw(self.app, notice)
         waiting = tuple(sorted((table.jobs[job_id] for job_id in table.waiting), key=row_order))
         if waiting != self.waiting_rows:
             self.waiting_rows = waiting
@@ -169,7 +178,8 @@ class MainScreen(Screen[None]):
             return
         self._held_questions.discard(job_id)
         keys = "/".join(reply[0] for reply in job.answers)
-        self.notify(
+        self._question_notices[job_id] = toast(
+            self.app,
             f"job {job.job_id} ({job.agent}) asks: {question_of(job)} — {keys}",
             title="Waiting for an answer",
             severity="warning",
