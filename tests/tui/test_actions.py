@@ -433,6 +433,31 @@ async def test_a_new_permission_prompt_is_announced(make_app: AppFactory, fake: 
         assert {str(table.get_row_at(n)[0]) for n in (0, 1)} == {"7b0e99a1", "5f4e3d2c"}
 
 
+async def test_a_waiting_rows_progress_says_what_it_asks(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """A hook's activity event says only "waiting": the progress cell shows the
+    question instead (the row read "⚠ needs y/n  waiting"), and its detail again after."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one(JobsTable)
+
+        def progress() -> str:
+            return str(table.get_row("5f4e3d2c")[-1])
+
+        with fake.lock:
+            fake.seq += 1
+            job = fake.jobs["5f4e3d2c"]
+            asked = replace(job, waiting_permission=True, question="Bash `npm test`")
+            fake._put(replace(asked, progress_detail="waiting", last_event="activity"))
+        await wait_until(pilot, lambda: progress() == "Bash `npm test`", "the question")
+        with fake.lock:
+            fake.seq += 1
+            fake._put(replace(fake.jobs["5f4e3d2c"], waiting_permission=False, question=""))
+        await wait_until(pilot, lambda: progress() == "waiting", "the detail again")
+
+
 async def test_the_notice_of_a_question_goes_once_it_is_answered(
     make_app: AppFactory, fake: FakeSource
 ) -> None:

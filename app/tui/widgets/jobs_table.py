@@ -61,6 +61,12 @@ def state_text(app: App[object], state: str) -> Text:
     return Text(f"{look_of(state).glyph} {visible(state)}", style=look_style(app, state), end="")
 
 
+def _progress(job: JobRow) -> str:
+    """What the job is at: for one waiting on a person, what it asks (a hook's activity
+    event says only "waiting", so the column read "waiting" beside "⚠ needs y/n")."""
+    return job.question if job.waiting_permission and job.question else job.progress_detail
+
+
 def _plain(value: str) -> Text:
     """A cell shown as written: DataTable parses a `str` cell as markup (slow, and a
     detail such as `[/x]` would fail to parse), a `Text` cell is drawn as is."""
@@ -186,7 +192,7 @@ class JobsTable(DataTable[object]):
             _plain(age),
             missing,
             _plain(last_event) if isinstance(last_event, str) else last_event,
-            _plain(_clipped(job.progress_detail, PROGRESS_CELLS)),
+            _plain(_clipped(_progress(job), PROGRESS_CELLS)),
         )
 
     def _show(self, job: JobRow) -> None:
