@@ -497,3 +497,27 @@ async def test_the_inbox_shows_the_selected_agents_screen_and_l_hides_it(
         await pilot.press("l")
         await wait_until(pilot, lambda: view.region.height > 0, "the screen again")
         assert shows("Run npm test ? [y/n]")
+
+
+async def test_the_inbox_takes_the_question_notices_off_and_shows_no_new_ones(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """Every waiting job is a row of the inbox: the "asks" notices, which covered it at
+    80x24 (one per agent), go when it opens, and a new wait there adds a row, not one."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        fake.emit(SECOND, "permission_required", "Bash `npm test`")
+        await wait_until(pilot, lambda: any("asks" in n for n in notices(app)), "its notice")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await wait_until(pilot, lambda: not any("asks" in n for n in notices(app)), "no notice")
+        fake.emit(WORKING, "permission_required", "Bash `make`")
+        table = app.screen.query_one("#waiting", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 3, "its row")
+        await pilot.pause(0.3)
+        assert not any("asks" in n for n in notices(app))
+        await pilot.press("escape")
+        fake.emit("0a1b2c3d", "started")
+        fake.emit("0a1b2c3d", "permission_required", "Bash `ls`")
+        await wait_until(pilot, lambda: any("Bash `ls`" in n for n in notices(app)), "on main")

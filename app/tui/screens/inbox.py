@@ -126,6 +126,9 @@ class InboxScreen(Screen[None]):
         self.query_one("#waiting", DataTable).border_title = "waiting on you"
         table.focus()
 
+    def on_screen_resume(self) -> None:
+        self.app.main.withdraw_question_notices()  # type: ignore[attr-defined]
+
     def _now(self) -> datetime | None:
         clock = getattr(self.app, "clock", None)
         return clock() if clock is not None else None

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, Input
 from app.tui.commands import COMMANDS, SCREEN_BINDINGS, command_named, commands_starting
 from app.tui.notices import toast, withdraw
 from app.tui.safe_text import as_text
+from app.tui.screens.inbox import InboxScreen
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
@@ -177,6 +178,8 @@ class MainScreen(Screen[None]):
         if not waited and not job.names_command:
             return
         self._held_questions.discard(job_id)
+        if isinstance(self.app.screen, InboxScreen):
+            return  # its row there says it all (notices covered the inbox at 80x24)
         keys = "/".join(reply[0] for reply in job.answers)
         self._question_notices[job_id] = toast(
             self.app,
@@ -185,6 +188,12 @@ class MainScreen(Screen[None]):
             severity="warning",
             timeout=15,
         )
+
+    def withdraw_question_notices(self) -> None:
+        """The inbox is open: every waiting job is a row there, its notice is noise."""
+        for notice in self._question_notices.values():
+            withdraw(self.app, notice)
+        self._question_notices.clear()
 
     def refresh_ages(self, now: datetime) -> None:
         table = self._composed("#jobs", JobsTable)
