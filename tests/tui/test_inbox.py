@@ -30,6 +30,7 @@ from app.tui.screens.inbox import InboxScreen
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
+from app.tui.screens.talk import TalkScreen
 from app.tui.source import AnswerOutcome, AnswerReply
 from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
@@ -453,9 +454,11 @@ async def test_enter_in_the_inbox_steps_into_the_selected_waiting_agent(fake: Fa
         assert app.screen is screen and screen.selected_job_id == SECOND
 
 
-async def test_d_in_the_inbox_opens_the_waiting_jobs_page(
+async def test_d_and_i_in_the_inbox_act_on_the_selected_waiting_job(
     make_app: AppFactory, fake: FakeSource
 ) -> None:
+    """d opens the selected waiting job's page, i the talk box to its agent; esc comes
+    back to the inbox each time."""
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
@@ -464,6 +467,11 @@ async def test_d_in_the_inbox_opens_the_waiting_jobs_page(
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == WAITING
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "back in the inbox")
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, TalkScreen), "the talk box")
+        assert WAITING in str(app.screen.query_one("#to").render())
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox again")
 
 
 async def test_the_inbox_shows_the_selected_agents_screen_and_l_hides_it(
