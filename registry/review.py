@@ -70,7 +70,9 @@ CREATE TABLE IF NOT EXISTS review_transitions (
 );
 CREATE INDEX IF NOT EXISTS idx_review_transitions_job ON review_transitions(job_id, id);
 """
-MIGRATIONS: list[str] = [_V1]
+# Where the base was when the branch was merged into it: the merged diff is onto..merged.
+_V2 = "ALTER TABLE reviews ADD COLUMN merged_onto TEXT;"
+MIGRATIONS: list[str] = [_V1, _V2]
 
 
 class ReviewNotFound(RegistryError):
@@ -138,6 +140,7 @@ class Review:
     conflicts: tuple[str, ...] = ()
     merge_mode: str | None = None
     merged_commit: str | None = None
+    merged_onto: str | None = None  # the base's commit the merge was made on
     discarded: bool = False
     removed_at: str | None = None
     removed_at_ms: int | None = None
@@ -163,6 +166,7 @@ class Review:
             "conflicts": list(self.conflicts),
             "merge_mode": self.merge_mode,
             "merged_commit": self.merged_commit,
+            "merged_onto": self.merged_onto,
             "discarded": self.discarded,
             "removed_at": self.removed_at,
         }
@@ -200,6 +204,7 @@ def _review(row: sqlite3.Row) -> Review:
         conflicts=conflicts,
         merge_mode=row["merge_mode"],
         merged_commit=row["merged_commit"],
+        merged_onto=row["merged_onto"],
         discarded=bool(row["discarded"]),
         removed_at=row["removed_at"],
         removed_at_ms=row["removed_at_ms"],
@@ -357,12 +362,13 @@ class ReviewStore:
         at_ms: int | None = None,
         expect: Sequence[str] | None = None,
         summary: ReviewSummary | None = None,
-        merged: tuple[str, str] | None = None,
+        merged: tuple[str, str, str] | None = None,
     ) -> Review:
         """Apply the WORKER machine's ``transition`` (IllegalTransition if it does not
         apply). ``expect``: the states the caller saw, so a move raced by another
         process is refused rather than applied to a state nobody looked at.
-        ``summary`` is what IN_REVIEW shows; ``merged`` is (mode, commit) for COMPLETED.
+        ``summary`` is what IN_REVIEW shows; ``merged`` is (mode, commit, the base's
+        commit it was merged onto) for COMPLETED.
         ``at_ms`` dates a move that happened earlier (a job event caught up with)."""
         with self._write() as conn:
             review = self._require(conn, job_id)
@@ -382,7 +388,7 @@ class ReviewStore:
             if target in ("WORKING", "COMPLETED"):
                 fields["conflicts"] = None
             if merged is not None:
-                fields["merge_mode"], fields["merged_commit"] = merged
+                fields["merge_mode"], fields["merged_commit"], fields["merged_onto"] = merged
             assignments = ", ".join(f"{name} = ?" for name in fields)
             conn.execute(
                 f"UPDATE reviews SET {assignments} WHERE job_id = ?", (*fields.values(), job_id)

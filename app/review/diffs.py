@@ -68,16 +68,10 @@ def _ends(review: Review) -> _Ends:
         cwd = Path(review.repo)
         base_tip = _base_tip(cwd, review)
         repo = Repository.at(cwd)
-        if repo.has_branch(review.branch):
-            head = repo.branch_commit(review.branch)
-        elif review.merged_commit:
-            head = review.merged_commit
-        else:
+        if not repo.has_branch(review.branch):
             raise GitCommandFailed(f"job {review.job_id}: its work tree and branch are gone")
+        head = repo.branch_commit(review.branch)
         new, dirty, found = head, False, None
-        if review.merged_commit and head == review.merged_commit:
-            first_parent = run_git(["rev-parse", f"{head}^1"], cwd).text
-            return _Ends(cwd, base_tip, first_parent, head, head, False, None)
     start = merge_base(cwd, base_tip, head) or review.base_commit
     return _Ends(cwd, base_tip, start, head, new, dirty, found)
 
@@ -91,7 +85,10 @@ def _base_tip(cwd: Path, review: Review) -> str:
 
 
 def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True) -> ReviewDiff:
-    """The review's diff (``patch=False``: counts only) and the branch's commits."""
+    """The review's diff (``patch=False``: counts only) and the branch's commits; for
+    a merged job, what the merge brought into its base."""
+    if review.merged_commit:
+        return _read_merged(review, patch=patch, commits=commits)
     worktree = Path(review.worktree)
     if review.removed_at is None and worktree.is_dir():
         try:
@@ -113,6 +110,26 @@ def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True
         dirty=ends.dirty,
         diff=diff,
         commits=found,
+    )
+
+
+def _read_merged(review: Review, *, patch: bool, commits: bool) -> ReviewDiff:
+    """A merged job's diff: from the base commit the merge was made on to the commit
+    it put in the base, whatever its work tree holds now (or if it is gone)."""
+    cwd = Path(review.repo)
+    if not cwd.is_dir():
+        cwd = Path(review.worktree)
+    merged = review.merged_commit or ""
+    onto = review.merged_onto or run_git(["rev-parse", "--verify", f"{merged}^1"], cwd).text
+    diff = read_diff(cwd, onto, merged, patch=patch)
+    return ReviewDiff(
+        review=review,
+        base_tip=_base_tip(cwd, review),
+        merge_base=onto,
+        head=merged,
+        dirty=False,
+        diff=diff,
+        commits=_commits(cwd, onto, merged) if commits else (),
     )
 
 
