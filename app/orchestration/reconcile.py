@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.orchestration.observer import AgentObserver, Verdict
-from app.review.finished import under_review, work_finished
+from app.review.finished import tree_holds_work, under_review, work_finished
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
@@ -137,7 +137,7 @@ class Reconciler:
                     orch.pane_log(job.job_id),
                     now,
                     started_at=_epoch(job.claimed_at),
-                    worked=lambda job=job: orch.registry.has_worked(job.job_id),  # type: ignore[misc]
+                    worked=lambda job=job: self._worked(job.job_id),  # type: ignore[misc]
                 )
                 self._apply(job, verdict, report)
             if only is None:
@@ -185,6 +185,12 @@ class Reconciler:
                 target[job.job_id] = reason
             return
         self._flag_if_quiet(job, activity, report)
+
+    def _worked(self, job_id: str) -> bool:
+        """Whether the job's agent has worked on its task: seen working or asking, or
+        (a work-tree job) its tree holds work no look caught it doing."""
+        registry = self.orchestrator.registry
+        return registry.has_worked(job_id) or tree_holds_work(ReviewStore(registry.bus), job_id)
 
     def _round_done(self, job: Job, verdict: Verdict) -> bool:
         """A work-tree job whose agent went idle after its task: its review comes up

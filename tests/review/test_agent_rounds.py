@@ -59,6 +59,14 @@ def test_each_idle_round_comes_up_for_review_and_merge_completes_the_job(
 
     flow.request_changes(job.job_id, "now create done again please")
     assert flow.reviews.get(job.job_id).state == "WORKING"
+    # the agent is on the changes from the moment they are sent: its idle from
+    # before them is not the end of this round, whatever the next pass sees
+    record = orch.registry.get(job.job_id)
+    assert (record.activity, record.activity_source) == ("working", "review")
+    assert "working since" in orch.registry.why(job.job_id)
+    assert "review: changes requested" in orch.registry.why(job.job_id)
+    orch.reconcile()
+    assert flow.reviews.get(job.job_id).state == "WORKING"
     poll_until(
         lambda: orch.reconcile() and orch.registry.get(job.job_id).waiting, 20, "asked again"
     )

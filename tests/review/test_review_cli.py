@@ -20,9 +20,14 @@ def reviews(cli: Any) -> dict[str, dict[str, Any]]:
 
 
 def submit(cli: Any, repo: Path, agent_cmd: str, prompt: str, *extra: str) -> str:
+    """A work-tree job of the fake agent (``agent_cmd``), or of an agents.toml agent
+    when ``agent_cmd`` is a bare name."""
+    agent = ["--agent", agent_cmd] if " " not in agent_cmd else [
+        "--agent", "custom", "--agent-cmd", agent_cmd
+    ]  # fmt: skip
     result = cli(
         "submit", "--worktree", "--no-wait", "--workdir", str(repo), "--prompt", prompt,
-        "--agent", "custom", "--agent-session", "reviewers", "--agent-cmd", agent_cmd, *extra,
+        *agent, "--agent-session", "reviewers", *extra,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
@@ -38,12 +43,13 @@ def in_review(cli: Any, job_id: str) -> dict[str, Any]:
 
 
 def test_submit_review_request_changes_then_merge(
-    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, agent_cmd: str
+    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, rounds_agent: str
 ) -> None:
     """The issue's story: the agent works on its own branch, the diff is read, the job
-    is sent back with a comment (pasted into its pane, verbatim), then merged."""
+    is sent back with a comment (pasted into its pane, verbatim), its agent's next
+    round comes up for review by itself, then it is merged."""
     prompt = "write src/feature.py VALUE = 42\ncommit add the feature\nwrite NOTES.md draft"
-    job_id = submit(cli, repo, agent_cmd, prompt)
+    job_id = submit(cli, repo, rounds_agent, prompt)
     record = in_review(cli, job_id)
     tree = Path(record["worktree"])
     assert tree.parent == state_dir / "worktrees" and record["branch"] == f"orchestrate/{job_id}"
@@ -60,30 +66,43 @@ def test_submit_review_request_changes_then_merge(
     patch = cli("review", "show", job_id)
     assert "+VALUE = 42\n" in patch.stdout and patch.stdout.startswith("diff --git ")
 
-    message = "rename VALUE to ANSWER; keep the test;"  # tmux would eat an argument's last ;
+    message = "write src/feature.py ANSWER = 42 ;"  # tmux would eat an argument's last ;
     sent = cli("review", "request-changes", job_id, "--message", message)
     assert sent.returncode == 0, sent.stderr
-    assert reviews(cli)[job_id]["state"] == "WORKING"
     inbox = tree / ".agent-inbox"
     poll_until(lambda: inbox.exists() and inbox.read_text() == message + "\n", what="the paste")
     why = cli("job", "why", "--job", job_id)
-    assert f"{job_id} review: WORKING since" in why.stdout
-    assert "changes requested: rename VALUE to ANSWER; keep the test;" in why.stdout
+    assert "changes requested: write src/feature.py ANSWER = 42 ;" in why.stdout
     assert "sent back from review 1\u00d7" in why.stdout
 
-    # the agent's second round would end in on_work_finished (idle after its task)
-    from app.review.flow import on_work_finished
-    from app.settings import Settings
-
-    assert on_work_finished(Settings(state_dir), job_id) is not None
+    # its agent goes idle after the changes: the next round comes up by itself
+    poll_until(
+        lambda: reviews(cli)[job_id]["state"] == "IN_REVIEW", what="the second round in review"
+    )
+    assert "+ANSWER = 42 ;" in cli("review", "show", job_id).stdout
     merged = cli("review", "approve", job_id)
     assert merged.returncode == 0, merged.stderr
     assert "committed the uncommitted work" in merged.stdout
     assert f"job {job_id} merged into main (merge, " in merged.stdout
-    assert git(repo, "show", "main:src/feature.py") == "VALUE = 42"
+    assert git(repo, "show", "main:src/feature.py") == "ANSWER = 42 ;"
     assert git(repo, "show", "main:NOTES.md") == "draft"
-    assert (repo / "src/feature.py").read_text() == "VALUE = 42\n"  # main is checked out here
+    assert (repo / "src/feature.py").read_text() == "ANSWER = 42 ;\n"  # main is checked out here
     assert reviews(cli)[job_id]["state"] == "COMPLETED"
+    assert Registry.open(state_dir).get(job_id).status == "completed"
+
+
+def test_request_changes_to_an_ended_job_is_refused_in_one_line(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    """A job its agent reported completed has ended: nothing would bring a next round
+    up for review, so no changes are sent (its agent still reads its pane)."""
+    job_id = submit(cli, repo, agent_cmd, "write src/app.py changed")
+    tree = Path(in_review(cli, job_id)["worktree"])
+    sent = cli("review", "request-changes", job_id, "--message", "more")
+    assert sent.returncode == 1
+    assert sent.stderr.count("\n") == 1 and "has ended (completed)" in sent.stderr
+    assert not (tree / ".agent-inbox").exists()
+    assert reviews(cli)[job_id]["state"] == "IN_REVIEW"
 
 
 def test_a_conflict_is_reported_file_by_file_and_merges_nothing(

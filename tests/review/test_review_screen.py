@@ -225,28 +225,23 @@ async def test_a_ten_thousand_line_diff_opens_and_scrolls_to_its_end(
 
 
 async def test_request_changes_pastes_the_text_into_the_agents_pane(
-    settings: Settings, repo: Path, tmux_socket: str, agent_cmd: str
+    settings: Settings, repo: Path, tmux_socket: str, rounds_agent: str
 ) -> None:
-    """x, a text box, Send, then a confirmation: the text reaches the agent and the job
-    is WORKING again."""
+    """x, a text box, Send, then a confirmation that shows the text: it reaches the
+    agent and the job is WORKING again."""
     from app.orchestration import Orchestrator
-    from app.orchestration.launches import split_command
 
     orchestrator = Orchestrator(settings, tmux_socket=tmux_socket)
     job = orchestrator.submit(
-        "write src/app.py changed",
-        "custom",
-        "reviewers",
-        agent_cmd=split_command(agent_cmd),
-        worktree=plan_worktree(repo),
+        "write src/app.py changed", rounds_agent, "reviewers", worktree=plan_worktree(repo)
     )
     registry = Registry.open(settings.state_dir)
-    poll_until(lambda: registry.get(job.job_id).status == "completed", what="the agent's work")
     store = ReviewStore(registry.bus)
+    poll_until(lambda: store.get(job.job_id).state == "IN_REVIEW", what="the agent's work")
     tree = Path(store.get(job.job_id).worktree)
     app = make_app(settings, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_review(pilot, job.job_id)  # its read brings it up for review
+        screen = await open_review(pilot, job.job_id)
         await wait_until(pilot, lambda: screen.loaded is not None, "read")
         await pilot.press("x")
         await wait_until(pilot, lambda: bool(app.screen.query(TextArea)), "the text box")
@@ -254,6 +249,7 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         assert app.screen.query_one("#cancel", Button).has_focus
+        assert "use a constant;" in screen_text(app)  # what is about to be sent
         await pilot.click("#confirm")
         await wait_until(pilot, lambda: any("Sent the changes" in n for n in notices(app)), "sent")
     inbox = tree / ".agent-inbox"
@@ -261,4 +257,5 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
         lambda: inbox.exists() and inbox.read_text() == "use a constant;\nand add a test\n",
         what="the pasted text in the agent",
     )
-    assert store.get(job.job_id).state == "WORKING"
+    assert store.get(job.job_id).state in ("WORKING", "IN_REVIEW")  # its next round may be done
+    assert "changes requested: use a constant;" in store.why(job.job_id)

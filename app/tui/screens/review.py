@@ -25,6 +25,7 @@ from app.review.outlook import Outlook
 from app.review.service import ReviewRead, ReviewService
 from app.tmux.errors import TmuxError
 from app.tui.commands import BACK
+from app.tui.safe_text import as_text
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.request_changes import RequestChangesScreen
 from app.tui.source import SOURCE_ERRORS
@@ -34,6 +35,7 @@ from app.tui.widgets.theme import theme_style
 from registry.review import ReviewNotFound
 
 COMMITS_SHOWN = 5
+MESSAGE_LINES_SHOWN = 8  # of the changes asked for, in the question before they go
 # What reading or acting on a review may raise: the registry's and the bus's
 # errors, git's and tmux's refusals, a missing file. Each becomes a notice.
 ACTION_ERRORS: tuple[type[Exception], ...] = (*SOURCE_ERRORS, GitError, TmuxError)
@@ -237,7 +239,8 @@ class ReviewScreen(Screen[None]):
                 if yes:
                     self._act("request_changes", text)
 
-            question = Text(f"Send these changes to job {self.job_id}'s agent?")
+            question = Text(f"Send these changes to job {self.job_id}'s agent?\n\n")
+            question.append_text(as_text(_clipped(text), "italic", one_line=False))
             self.app.push_screen(ConfirmScreen(question, "Send"), confirmed)
 
         self.app.push_screen(RequestChangesScreen(self.job_id), written)
@@ -285,3 +288,11 @@ class ReviewScreen(Screen[None]):
             self.dismiss()
         else:
             self.reload()
+
+
+def _clipped(message: str) -> str:
+    """The first lines of a message, as the confirmation shows it."""
+    lines = message.splitlines()
+    if len(lines) <= MESSAGE_LINES_SHOWN:
+        return message
+    return "\n".join([*lines[:MESSAGE_LINES_SHOWN], f"\u2026 ({len(lines)} lines)"])
