@@ -173,6 +173,15 @@ class Review:
 
 
 @dataclass(frozen=True)
+class ReviewStamp:
+    """What changes when a review moves or is updated (``own``), and when any review
+    moves (``moves``: another job merged, so the base this one merges into moved)."""
+
+    own: tuple[Any, ...]
+    moves: int
+
+
+@dataclass(frozen=True)
 class JobMove:
     """A job's latest status move, as `follow_jobs` weighs it against the review."""
 
@@ -308,6 +317,17 @@ class ReviewStore:
         states.WORKER.require_state(state)
         rows = self._read("SELECT COUNT(*) FROM reviews WHERE state = ?", (state,))
         return int(rows[0][0])
+
+    def stamp(self, job_id: str) -> ReviewStamp:
+        """The review's stamp, in one indexed read (a screen showing it polls this)."""
+        rows = self._read(
+            "SELECT state, updated_at_ms, conflicts, removed_at_ms, "
+            "(SELECT MAX(id) FROM review_transitions) FROM reviews WHERE job_id = ?",
+            (job_id,),
+        )
+        if not rows:
+            raise ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
+        return ReviewStamp(tuple(rows[0])[:4], int(rows[0][4] or 0))
 
     def history(self, job_id: str) -> builtins.list[states.StateChange]:
         """The review's recorded transitions, oldest first."""

@@ -11,15 +11,17 @@ from app.review.diffs import ReviewDiff, read_review_diff
 from app.review.flow import Discarded, ReviewFlow
 from app.review.merging import Approval, approve
 from app.review.outlook import Outlook, outlooks
-from registry.review import Review
+from registry.review import Review, ReviewStamp
 
 
 @dataclass(frozen=True)
 class ReviewRead:
-    """What the Review screen shows first: the diff, and why the job is where it is."""
+    """What the Review screen shows first: the diff, why the job is where it is, and
+    the review's stamp as it was read (a later stamp that differs means: read again)."""
 
     diff: ReviewDiff
     why: str
+    stamp: ReviewStamp
 
     @property
     def review(self) -> Review:
@@ -49,8 +51,13 @@ class ReviewService:
     def read(self, job_id: str) -> ReviewRead:
         """The job's review and its diff against the merge base, uncommitted work included."""
         self.flow.follow_jobs()
+        stamp = self.flow.reviews.stamp(job_id)  # before the read: a move during it shows
         review = self.flow.reviews.get(job_id)
-        return ReviewRead(read_review_diff(review), self.flow.reviews.why(job_id))
+        return ReviewRead(read_review_diff(review), self.flow.reviews.why(job_id), stamp)
+
+    def stamp(self, job_id: str) -> ReviewStamp:
+        """The review's stamp now (one SQLite read)."""
+        return self.flow.reviews.stamp(job_id)
 
     def outlook(self, job_id: str) -> Outlook | None:
         """Whether the job's work merges into its base now, and who else touches its files."""

@@ -97,6 +97,7 @@ async def test_v_opens_the_diff_with_files_counts_and_the_in_review_count(
         assert "IN_REVIEW" in text and "uncommitted work included" in text
         assert "merges cleanly into main" in text
         await pilot.press("tab")  # to the file list: its cursor moves the diff
+        assert files.has_focus
         files.move_cursor(row=1)
         await pilot.pause()
         assert diff.scroll_y == diff.document.starts[1] and diff.top_file == 1
@@ -129,6 +130,45 @@ async def test_approve_asks_first_with_cancel_as_the_default(
             "the screen reloaded",
         )
     assert git(repo, "show", "main:src/app.py") == "def main():\n    return 3"
+
+
+async def test_the_screen_follows_its_review_and_keeps_the_readers_place(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """Opened while the agent works, the screen reads again by itself when the round
+    ends (the diff then holds the agent's last edits), without losing the reader's
+    place; another job merging into the base brings a fresh merge outlook."""
+    job_id, tree = start_job(settings, repo, "a long edit")
+    body = "".join(f"line_{n} = {n}\n" for n in range(200))
+    (tree / "src/long.py").write_text(body)
+    other_id, other_tree = start_job(settings, repo, "the same file")
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        app.animation_level = "none"
+        screen = await open_review(pilot, job_id)
+        assert screen.loaded is not None and screen.loaded.review.state == "WORKING"
+        assert screen.outlook is not None and screen.outlook.clean
+        diff = screen.query_one(DiffView)
+        diff.scroll_to(0, 120, animate=False)
+        await pilot.pause()
+        (tree / "src/long.py").write_text(body + "last = True\n")  # the agent's last edit
+        finish_job(settings, job_id)
+        await wait_until(
+            pilot,
+            lambda: screen.loaded is not None and screen.loaded.review.state == "IN_REVIEW",
+            "the screen to follow its review",
+        )
+        await pilot.pause()
+        assert "+last = True" in diff.document.lines
+        assert diff.scroll_y == 120  # where the reader was
+        commit_file(other_tree, "src/long.py", "other\n", "other job")
+        commit_file(repo, "src/long.py", "main's own\n", "someone else on main")
+        finish_job(settings, other_id)  # a review moved: the base may have too
+        await wait_until(
+            pilot,
+            lambda: screen.outlook is not None and screen.outlook.clean is False,
+            "a fresh outlook: it no longer merges",
+        )
 
 
 async def test_a_conflict_is_shown_and_nothing_is_merged(

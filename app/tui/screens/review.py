@@ -32,9 +32,10 @@ from app.tui.source import SOURCE_ERRORS
 from app.tui.widgets.diff_view import DiffDocument, DiffView, visible
 from app.tui.widgets.review_files import ReviewFiles
 from app.tui.widgets.theme import theme_style
-from registry.review import ReviewNotFound
+from registry.review import ReviewNotFound, ReviewStamp
 
 COMMITS_SHOWN = 5
+FOLLOW_S = 1.5  # how often the screen checks whether its review moved (one SQLite read)
 MESSAGE_LINES_SHOWN = 8  # of the changes asked for, in the question before they go
 # What reading or acting on a review may raise: the registry's and the bus's
 # errors, git's and tmux's refusals, a missing file. Each becomes a notice.
@@ -60,7 +61,7 @@ class ReviewScreen(Screen[None]):
         Binding("a", "approve", "Approve & merge", tooltip="Approve and merge into the base"),
         Binding("x", "request_changes", "Request changes", tooltip="Send it back to its agent"),
         Binding("d", "discard", "Discard", tooltip="Delete its work tree and branch"),
-        Binding("tab", "focus_next", "Files/diff", show=False),
+        Binding("tab", "app.focus_next", "Files/diff", show=False),
         BACK,
     ]
 
@@ -72,10 +73,20 @@ class ReviewScreen(Screen[None]):
     class Read(Message):
         """The diff was read and laid out."""
 
-        def __init__(self, read: ReviewRead, document: DiffDocument) -> None:
+        def __init__(
+            self, read: ReviewRead, document: DiffDocument, *, keep_position: bool = False
+        ) -> None:
             super().__init__()
             self.read = read
             self.document = document
+            self.keep_position = keep_position
+
+    class Followed(Message):
+        """The review's stamp now: read again if it moved, look again if another did."""
+
+        def __init__(self, stamp: ReviewStamp) -> None:
+            super().__init__()
+            self.stamp = stamp
 
     class Looked(Message):
         def __init__(self, outlook: Outlook | None) -> None:
@@ -102,6 +113,7 @@ class ReviewScreen(Screen[None]):
         self.service = service
         self.job_id = job_id
         self.reads = 0  # finished reads (tests and benches wait on it)
+        self._stamp: ReviewStamp | None = None  # the review as last read
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"review · job {self.job_id} · reading…"), id="review-title")
@@ -117,6 +129,7 @@ class ReviewScreen(Screen[None]):
         self.query_one("#review-diff").border_title = "diff"
         self.query_one("#review-diff").focus()
         self.reload()
+        self.set_interval(FOLLOW_S, self._follow)
 
     def reload(self) -> None:
         """Read the diff; the outlook follows once it is drawn (it snapshots every live
@@ -125,7 +138,7 @@ class ReviewScreen(Screen[None]):
 
     # -- reading (workers) --------------------------------------------------------
     @work(thread=True, exclusive=True, group="review-read", exit_on_error=False)
-    def _read(self) -> None:
+    def _read(self, keep_position: bool = False) -> None:
         try:
             read = self.service.read(self.job_id)
         except ReviewNotFound as error:
@@ -134,7 +147,29 @@ class ReviewScreen(Screen[None]):
         except ACTION_ERRORS as error:
             self.post_message(self.Failed(f"Could not read job {self.job_id}'s diff: {error}"))
             return
-        self.post_message(self.Read(read, DiffDocument.build(read.diff.diff.files)))
+        document = DiffDocument.build(read.diff.diff.files)
+        self.post_message(self.Read(read, document, keep_position=keep_position))
+
+    @work(thread=True, exclusive=True, group="review-follow", exit_on_error=False)
+    def _follow(self) -> None:
+        """Whether the review moved since it was read (its agent's round ended, someone
+        else approved or sent it back, another job merged into the base)."""
+        try:
+            stamp = self.service.stamp(self.job_id)
+        except ACTION_ERRORS:
+            return  # a read failing says so; a check failing can wait for the next
+        self.post_message(self.Followed(stamp))
+
+    def on_review_screen_followed(self, message: Followed) -> None:
+        before = self._stamp
+        if before is None:  # not read yet: the read takes its own stamp
+            return
+        if message.stamp.own != before.own:
+            self._stamp = message.stamp
+            self._read(keep_position=True)
+        elif message.stamp.moves != before.moves:
+            self._stamp = message.stamp
+            self._look()
 
     @work(thread=True, exclusive=True, group="review-outlook", exit_on_error=False)
     def _look(self) -> None:
@@ -146,9 +181,12 @@ class ReviewScreen(Screen[None]):
 
     def on_review_screen_read(self, message: Read) -> None:
         with self.app.batch_update():  # one frame for the files, the diff and the info
-            self.query_one("#review-files", ReviewFiles).show_files(message.read.diff.diff.files)
-            self.query_one("#review-diff", DiffView).show(message.document)
+            files = self.query_one("#review-files", ReviewFiles)
+            files.show_files(message.read.diff.diff.files, keep_cursor=message.keep_position)
+            diff = self.query_one("#review-diff", DiffView)
+            diff.show(message.document, keep_position=message.keep_position)
             self.loaded = message.read
+        self._stamp = message.read.stamp
         self.reads += 1
         self.call_after_refresh(self._look)
 
@@ -205,8 +243,10 @@ class ReviewScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#review-files")
     def _file_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The diff follows the file list's cursor."""
-        self.query_one("#review-diff", DiffView).scroll_to_file(event.cursor_row)
+        """The diff follows the file list's cursor, when the reader moves it (not when
+        the list is filled again)."""
+        if event.data_table.has_focus:
+            self.query_one("#review-diff", DiffView).scroll_to_file(event.cursor_row)
 
     # -- actions --------------------------------------------------------------------
     def _state(self) -> str | None:

@@ -120,12 +120,13 @@ class DiffView(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._frame_style = Style()
 
-    def show(self, document: DiffDocument) -> None:
-        """Show a new diff from its top (the document is built off the event loop)."""
+    def show(self, document: DiffDocument, *, keep_position: bool = False) -> None:
+        """Show a new diff from its top, or (``keep_position``: the same review read
+        again) where the reader was. The document is built off the event loop."""
         self.document = document
         self._cache.clear()
         self.virtual_size = Size(document.width + 1, len(document.lines))
-        if self.scroll_offset != (0, 0):
+        if not keep_position and self.scroll_offset != (0, 0):
             self.scroll_to(0, 0, animate=False)
         self.refresh()
 

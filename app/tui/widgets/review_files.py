@@ -28,8 +28,10 @@ class ReviewFiles(DataTable[Text]):
         self.add_column("+", key="added")
         self.add_column("\u2212", key="deleted")
 
-    def show_files(self, files: Sequence[FileDiff]) -> None:
-        """Replace the rows with these files, in the diff's order."""
+    def show_files(self, files: Sequence[FileDiff], *, keep_cursor: bool = False) -> None:
+        """Replace the rows with these files, in the diff's order (``keep_cursor``: on
+        the same row as before, the same review read again)."""
+        row = self.cursor_row if keep_cursor else 0
         self.clear()
         rows: list[tuple[Text, Text, Text, Text]] = []
         for item in files:
@@ -42,3 +44,5 @@ class ReviewFiles(DataTable[Text]):
                 deleted = Text(f"\u2212{item.deleted}", style=theme_style(self.app, "error"))
             rows.append((kind, Text(visible(name), no_wrap=True), added, deleted))
         self.add_rows(rows)  # row keys are generated: the cursor row is the file's index
+        if 0 < row < len(rows):
+            self.move_cursor(row=row, scroll=False)
