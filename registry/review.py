@@ -312,6 +312,19 @@ class ReviewStore:
         rows = self._read(sql + " ORDER BY created_at, rowid", params)
         return [_review(row) for row in rows]
 
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The review state of each of these jobs that has one (the jobs table's rows)."""
+        found: dict[str, str] = {}
+        ids = list(job_ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._read(
+                f"SELECT job_id, state FROM reviews WHERE job_id IN ({marks})", chunk
+            ):
+                found[row[0]] = row[1]
+        return found
+
     def count(self, state: str) -> int:
         """How many reviews are in ``state`` (the header's "in review")."""
         states.WORKER.require_state(state)

@@ -66,6 +66,14 @@ class ReviewService:
     def in_review(self) -> int:
         return self.flow.reviews.count("IN_REVIEW")
 
+    def states(self, job_ids: list[str]) -> dict[str, str]:
+        """The review state of each of these jobs that ran in a work tree."""
+        return self.flow.reviews.states(job_ids) if job_ids else {}
+
+    def ready_for_review(self) -> list[str]:
+        """The jobs in review now, oldest first."""
+        return [review.job_id for review in self.flow.reviews.list(state=("IN_REVIEW",))]
+
     def approve(self, job_id: str, mode: str = "merge") -> Approval:
         return approve(self.flow, job_id, mode)
 

@@ -62,6 +62,11 @@ RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
+# What a work-tree job's row says while its review waits for a person.
+REVIEW_PROGRESS = {
+    "IN_REVIEW": "in review: press v",
+    "APPROVED": "approved, not merged yet: press v",
+}
 
 
 def _ts(ms: int) -> datetime:
@@ -75,14 +80,17 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
         return _ts(fallback_ms)
 
 
-def job_row(job: Job, status_reason: str | None = None) -> JobRow:
+def job_row(job: Job, status_reason: str | None = None, review: str | None = None) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
     job got its status when no event of its agent says so (a cancel, the control
     room failing a job whose pane exited); the row then shows that instead of an
-    event from before (a cancelled job still read "permission_required")."""
+    event from before (a cancelled job still read "permission_required").
+    `review`: a work-tree job's review state; one waiting for a person says so."""
     last_event, detail = job.last_event, job.last_detail or ""
     if status_reason is not None and job.status in FINAL_STATUSES:
         last_event, detail = job.status, status_reason
+    if review in REVIEW_PROGRESS:
+        detail = REVIEW_PROGRESS[review]
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -169,6 +177,7 @@ class RegistrySource:
         self._tmux_notice_given = False
         self._broker_state: BrokerState = "none"
         self._in_review = 0
+        self._seen_in_review: set[str] | None = None  # in review at the last reconcile
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -222,7 +231,7 @@ class RegistrySource:
         else:
             messages = self.registry.bus.read_after(after_seq, limit=BATCH)
             cursor = messages[-1].seq if messages else after_seq
-            job_ids = {m.correlation_id for m in messages if m.type.startswith("job.")}
+            job_ids = {m.correlation_id for m in messages if m.type.startswith(("job.", "review."))}
             found = self._jobs_by_id(sorted(i for i in job_ids if i))
             jobs = list(found.values())
             events = [row for m in messages if (row := event_row(m)) is not None]
@@ -244,7 +253,8 @@ class RegistrySource:
         reasons = self.registry.status_reasons(
             job.job_id for job in jobs if job.status in FINAL_STATUSES
         )
-        rows = [job_row(job, reasons.get(job.job_id)) for job in jobs]
+        reviewing = self.review_service.states([job.job_id for job in jobs])
+        rows = [job_row(job, reasons.get(job.job_id), reviewing.get(job.job_id)) for job in jobs]
         if after_seq <= 0:
             rows.sort(key=row_order)  # already in table order: see _initial_jobs
         return Delta(
@@ -443,7 +453,12 @@ class RegistrySource:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
         a line for the user only when the pass changed something."""
         report = self.orchestrator.reconcile()
-        ready = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        moved = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        in_review = self.review_service.ready_for_review()
+        # whichever process brought them up (this pass, the supervisor, a command)
+        seen = self._seen_in_review if self._seen_in_review is not None else set(in_review)
+        ready = [job_id for job_id in in_review if job_id not in seen or job_id in moved]
+        self._seen_in_review = set(in_review)
         lines = [report.summary()] if report.acted else []
         if ready:
             lines.append(f"Ready for review (v): {', '.join(ready)}")

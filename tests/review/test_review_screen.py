@@ -13,6 +13,7 @@ from typing import Any
 from git_repos import commit_file, finish_job, git, start_job
 from textual.widgets import Button, TextArea
 
+from app.review.finished import work_finished
 from app.review.worktree import plan_worktree
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
@@ -101,6 +102,32 @@ async def test_v_opens_the_diff_with_files_counts_and_the_in_review_count(
         files.move_cursor(row=1)
         await pilot.pause()
         assert diff.scroll_y == diff.document.starts[1] and diff.top_file == 1
+
+
+async def test_the_jobs_table_and_a_notice_say_which_jobs_wait_for_review(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """A round brought up by another process (the background supervisor) marks the
+    job's row and is announced once by the control room's next pass."""
+    job_id, tree = start_job(settings, repo)
+    commit_file(tree, "a.txt", "a\n")
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one("#jobs", JobsTable)
+        await wait_until(pilot, lambda: job_id in table.rows, f"job {job_id} in the table")
+        source = app.source
+        assert isinstance(source, RegistrySource)
+        assert "Ready for review" not in (source.reconcile() or "")
+        store = ReviewStore(Registry.open(settings.state_dir).bus)
+        assert work_finished(store, job_id, "agent went idle after its task") is not None
+
+        def progress() -> str:
+            return str(table.get_cell(job_id, "progress"))
+
+        await wait_until(pilot, lambda: progress() == "in review: press v", "the row marked")
+        assert f"Ready for review (v): {job_id}" in (source.reconcile() or "")
+        assert "Ready for review" not in (source.reconcile() or "")  # said once
 
 
 async def test_approve_asks_first_with_cancel_as_the_default(
