@@ -312,7 +312,7 @@ class ReviewStore:
         rows = self._read(sql + " ORDER BY created_at, rowid", params)
         return [_review(row) for row in rows]
 
-    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+    def states_of(self, job_ids: Sequence[str]) -> dict[str, str]:
         """The review state of each of these jobs that has one (the jobs table's rows)."""
         found: dict[str, str] = {}
         ids = list(job_ids)

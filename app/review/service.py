@@ -68,7 +68,7 @@ class ReviewService:
 
     def states(self, job_ids: list[str]) -> dict[str, str]:
         """The review state of each of these jobs that ran in a work tree."""
-        return self.flow.reviews.states(job_ids) if job_ids else {}
+        return self.flow.reviews.states_of(job_ids) if job_ids else {}
 
     def ready_for_review(self) -> list[str]:
         """The jobs in review now, oldest first."""
