@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from git_repos import commit_file, git
+from git_repos import commit_file, git, start_job
 
+from app.settings import Settings
 from registry.jobs import Registry
 from tests.polling import poll_until
 
@@ -123,16 +124,45 @@ def test_a_conflict_is_reported_file_by_file_and_merges_nothing(
 
 
 def test_two_jobs_heading_for_a_conflict_are_visible_before_either_finishes(
-    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str, state_dir: Path
+    cli: Any, repo: Path, settings: Settings
+) -> None:
+    """Both agents still at work, nothing committed: `review list` already says that
+    each still merges into main alone, but not with the other, and where."""
+    one, one_tree = start_job(settings, repo, "one")
+    two, two_tree = start_job(settings, repo, "two")
+    three, three_tree = start_job(settings, repo, "three")
+    (one_tree / "src/app.py").write_text("def main():\n    return 'one'\n")
+    (two_tree / "src/app.py").write_text("def main():\n    return 'two'\n")
+    (two_tree / "README.md").write_text("two's notes\n")
+    (three_tree / "README.md").write_text("hello\nthree's line\n")
+    (three_tree / "other.txt").write_text("x\n")
+    found = reviews(cli)
+    assert {found[job]["state"] for job in (one, two, three)} == {"WORKING"}
+    assert found[one]["outlook"]["clean"] is True  # each alone still merges
+    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
+    assert found[one]["outlook"]["conflicts_with"] == {two: ["src/app.py"]}
+    assert found[two]["outlook"]["conflicts_with"] == {one: ["src/app.py"], three: ["README.md"]}
+    assert found[three]["outlook"]["overlaps"] == {two: ["README.md"]}
+    listed = cli("review", "list").stdout
+    assert f"conflicts with job {two} in src/app.py" in listed
+
+    # two's change moves away from one's: the same file, but they merge
+    (two_tree / "src/app.py").write_text("# two\ndef main():\n    return 1\n")
+    (three_tree / "README.md").write_text("hello\n")  # three gives up its README change
+    found = reviews(cli)
+    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
+    assert found[one]["outlook"]["conflicts_with"] == {}
+    assert found[three]["outlook"]["overlaps"] == {}
+    assert f"also touched by {two} (src/app.py)" in cli("review", "list").stdout
+
+
+def test_a_job_merged_first_shows_the_other_its_conflict(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
 ) -> None:
     one = submit(cli, repo, agent_cmd, "write src/app.py one")
     two = submit(cli, repo, agent_cmd, "write src/app.py two\nwrite other.txt x")
     in_review(cli, one)
     in_review(cli, two)
-    found = reviews(cli)
-    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
-    assert found[two]["outlook"]["overlaps"] == {one: ["src/app.py"]}
-    assert found[one]["outlook"]["clean"] is True  # each alone still merges
     assert cli("review", "approve", one).returncode == 0
     after = reviews(cli)[two]["outlook"]
     assert after["clean"] is False and after["conflicts"][0]["path"] == "src/app.py"
