@@ -11,6 +11,7 @@ from git_repos import commit_file, git, start_job
 
 from app.settings import Settings
 from registry.jobs import Registry
+from registry.review import ReviewStore
 from tests.polling import poll_until
 
 
@@ -72,9 +73,12 @@ def test_submit_review_request_changes_then_merge(
     assert sent.returncode == 0, sent.stderr
     inbox = tree / ".agent-inbox"
     poll_until(lambda: inbox.exists() and inbox.read_text() == message + "\n", what="the paste")
-    why = cli("job", "why", "--job", job_id)
-    assert "changes requested: write src/feature.py ANSWER = 42 ;" in why.stdout
-    assert "sent back from review 1\u00d7" in why.stdout
+    why = cli("job", "why", "--job", job_id).stdout
+    assert "sent back from review 1\u00d7" in why  # its next round may be up already
+    reasons = [
+        change.reason for change in ReviewStore(Registry.open(state_dir).bus).history(job_id)
+    ]
+    assert "changes requested: write src/feature.py ANSWER = 42 ;" in reasons
 
     # its agent goes idle after the changes: the next round comes up by itself
     poll_until(

@@ -34,14 +34,16 @@ class ReviewFiles(DataTable[Text]):
         row = self.cursor_row if keep_cursor else 0
         self.clear()
         rows: list[tuple[Text, Text, Text, Text]] = []
+        styles = {kind: theme_style(self.app, colour) for kind, colour in KIND_COLOURS.items()}
+        plus, minus = theme_style(self.app, "success"), theme_style(self.app, "error")
         for item in files:
             name = f"{item.old_path} \u2192 {item.path}" if item.old_path else item.path
-            kind = Text(item.change, style=theme_style(self.app, KIND_COLOURS.get(item.change, "")))
+            kind = Text(item.change, style=styles.get(item.change, ""))
             if item.binary:
                 added, deleted = Text("bin"), Text("")
             else:
-                added = Text(f"+{item.added}", style=theme_style(self.app, "success"))
-                deleted = Text(f"\u2212{item.deleted}", style=theme_style(self.app, "error"))
+                added = Text(f"+{item.added}", style=plus)
+                deleted = Text(f"\u2212{item.deleted}", style=minus)
             rows.append((kind, Text(visible(name), no_wrap=True), added, deleted))
         self.add_rows(rows)  # row keys are generated: the cursor row is the file's index
         if 0 < row < len(rows):

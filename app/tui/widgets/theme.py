@@ -23,6 +23,9 @@ LIVENESS_COLOURS = {
 
 
 def theme_style(app: App[object], variable: str, *, bold: bool = False) -> Style:
-    """The Rich style for a theme variable such as `success` (plain if unknown)."""
+    """The Rich style for a theme variable such as `success` (plain if unknown, or
+    empty: asking the app about "" regenerates its every variable, a few ms)."""
+    if not variable:
+        return Style(bold=bold)
     colour = app.theme_variables.get(variable) or app.get_css_variables().get(variable)
     return Style(color=colour, bold=bold) if colour else Style(bold=bold)
