@@ -123,7 +123,8 @@ class ReviewFlow:
     def request_changes(self, job_id: str, message: str) -> Review:
         """Send ``message`` to the job's agent (pasted into its pane, then Enter) and
         put the job back to WORKING. Refused, with nothing sent, unless the job is
-        IN_REVIEW, still running (an ended job's next round would never come up for
+        IN_REVIEW (or APPROVED: its merge conflicted, and its agent is to resolve
+        that), still running (an ended job's next round would never come up for
         review) and its agent's pane is alive.
 
         The agent is recorded as working on the changes before the review moves, so
@@ -149,7 +150,10 @@ class ReviewFlow:
         with contextlib.suppress(RegistryError):  # it ended meanwhile: the move says so
             self.registry.observe(job_id, Observation("working", "review", "changes requested"))
         return self.reviews.move(
-            job_id, "reject", f"changes requested: {one_line(text)}", expect=("IN_REVIEW",)
+            job_id,
+            "reject",
+            f"changes requested: {one_line(text)}",
+            expect=("IN_REVIEW", "APPROVED"),
         )
 
     def discard(self, job_id: str) -> Discarded:

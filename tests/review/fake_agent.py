@@ -1,7 +1,8 @@
 """A stand-in coding agent for the review tests: it edits its work tree as its prompt
 says, then stays in its pane taking more work.
 
-Prompt lines `write PATH TEXT` write files; `commit MESSAGE` commits them. Every
+Prompt lines `write PATH TEXT` write files; `commit MESSAGE` commits them; `merge
+BRANCH` merges that branch in, keeping its own side of a conflict. Every
 line typed into its pane afterwards is appended to `.agent-inbox` beside it
 (outside git's view: the tests' repos ignore it), echoed, and done as a prompt line.
 
@@ -36,6 +37,8 @@ def work(lines: str) -> None:
         elif verb == "commit":
             subprocess.run(["git", "add", "-A"], check=True)
             subprocess.run(["git", "commit", "-q", "-m", rest], check=True)
+        elif verb == "merge":  # its base into its branch, its own side winning conflicts
+            subprocess.run(["git", "merge", "-q", "--no-edit", "-X", "ours", rest], check=True)
 
 
 def main() -> None:

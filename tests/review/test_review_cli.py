@@ -96,6 +96,32 @@ def test_submit_review_request_changes_then_merge(
     assert Registry.open(state_dir).get(job_id).status == "completed"
 
 
+def test_a_conflicted_approval_goes_back_to_its_agent_to_resolve(
+    cli: Any, repo: Path, tmux_socket: str, rounds_agent: str
+) -> None:
+    """The merge conflicts (the job stays APPROVED); sent back with a comment, its agent
+    merges the base into its branch, its next round comes up, and it merges."""
+    job_id = submit(cli, repo, rounds_agent, "write src/app.py the job's version\ncommit job")
+    in_review(cli, job_id)
+    commit_file(repo, "src/app.py", "main's version\n", "meanwhile on main")
+    refused = cli("review", "approve", job_id)
+    assert refused.returncode == 1 and reviews(cli)[job_id]["state"] == "APPROVED"
+    assert reviews(cli)[job_id]["conflicts"] == ["src/app.py (contents)"]
+    sent = cli("review", "request-changes", job_id, "-m", "merge main")
+    assert sent.returncode == 0, sent.stderr
+    assert reviews(cli)[job_id]["conflicts"] == []
+    poll_until(
+        lambda: (
+            reviews(cli)[job_id]["state"] == "IN_REVIEW"
+            and reviews(cli)[job_id]["outlook"]["clean"]
+        ),
+        what="the resolved round in review",
+    )
+    merged = cli("review", "approve", job_id)
+    assert merged.returncode == 0, merged.stderr
+    assert git(repo, "show", "main:src/app.py") == "the job's version"
+
+
 def test_request_changes_to_an_ended_job_is_refused_in_one_line(
     cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
 ) -> None:

@@ -267,7 +267,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question, "Approve & merge"), confirmed)
 
     def action_request_changes(self) -> None:
-        if self._state() != "IN_REVIEW":
+        if self._state() not in ("IN_REVIEW", "APPROVED"):
             self.notify(f"Job {self.job_id} is not in review: nothing to send back")
             return
 
