@@ -116,8 +116,9 @@ def _question(job: Job) -> str:
 
 
 def event_row(message: Message) -> EventRow | None:
-    """A stream line for a `job.event` message, or for a status change nobody's
-    event explains (a cancel, a resume, an expired lease); None for the rest."""
+    """A stream line for a `job.event` message, for a status change nobody's event
+    explains (a cancel, a resume, an expired lease), or for a review's move; None
+    for the rest."""
     payload = message.payload if isinstance(message.payload, dict) else {}
     job_id = str(message.correlation_id or payload.get("job_id", ""))
     if message.type == "job.event":
@@ -129,6 +130,9 @@ def event_row(message: Message) -> EventRow | None:
             detail=str(payload.get("detail", "")),
         )
     reason = str(payload.get("reason", ""))
+    if message.type == "review.status" and payload.get("to"):  # a work-tree job's review moved
+        detail = f"{payload.get('from') or 'new'} → {payload.get('to')}: {reason}"
+        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="review", detail=detail)
     if message.type == "job.status" and not moved_by_agent(reason):
         detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)

@@ -126,6 +126,11 @@ async def test_the_jobs_table_and_a_notice_say_which_jobs_wait_for_review(
             return str(table.get_cell(job_id, "progress"))
 
         await wait_until(pilot, lambda: progress() == "in review: press v", "the row marked")
+        await wait_until(
+            pilot,
+            lambda: re.search(r"review +WORKING → IN_REV", screen_text(app)) is not None,
+            "the review's move in the event stream",
+        )
         assert f"Ready for review (v): {job_id}" in (source.reconcile() or "")
         assert "Ready for review" not in (source.reconcile() or "")  # said once
 

@@ -305,7 +305,10 @@ class ReviewScreen(Screen[None]):
                 done = self.service.approve(job_id)
                 if done.merged_commit is None:
                     files = ", ".join(c.describe() for c in done.conflicts)
-                    text = f"Job {job_id} does not merge; nothing was merged. Conflicts: {files}"
+                    text = (
+                        f"Job {job_id} does not merge; nothing was merged. Conflicts: {files}. "
+                        "x sends it back to its agent to resolve."
+                    )
                     self.post_message(self.Done(text, problem=True))
                     return
                 base = done.review.base
