@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from app.orchestration import Orchestrator
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
+from app.review.worktree import default_worktree
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
 from app.tui.source import (
@@ -488,7 +489,10 @@ class RegistrySource:
         self.orchestrator.answer(job_id, "yes" if yes else "no", by="control room")
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
-        return self.orchestrator.submit(prompt, agent, agent_session).job_id
+        """A new job in the control room's directory; with ORCHESTRATE_WORKTREE=auto in a
+        git repository, on its own branch and work tree (as `submit` does)."""
+        plan = default_worktree(self.settings, Path.cwd())
+        return self.orchestrator.submit(prompt, agent, agent_session, worktree=plan).job_id
 
     def open_control_room_split(self, job_id: str) -> str:
         self.orchestrator.control_room_split(job_id)

@@ -3,6 +3,7 @@ and, for request-changes, a real agent in a pane on a private tmux server."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 import sys
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from git_repos import commit_file, finish_job, git, start_job
 from textual.widgets import Button, TextArea
 
@@ -331,3 +333,22 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
     )
     assert store.get(job.job_id).state in ("WORKING", "IN_REVIEW")  # its next round may be done
     assert "changes requested: use a constant;" in store.why(job.job_id)
+
+
+def test_a_new_job_from_the_control_room_gets_a_work_tree_with_the_auto_setting(
+    settings: Settings,
+    repo: Path,
+    tmux_socket: str,
+    rounds_agent: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`n` in a control room opened in a git repository with ORCHESTRATE_WORKTREE=auto:
+    the job runs on its own branch, in its own work tree, as `submit` does."""
+    monkeypatch.chdir(repo)
+    auto = RegistrySource(dataclasses.replace(settings, worktree="auto"), tmux_socket=tmux_socket)
+    job_id = auto.submit("write src/app.py from the control room", rounds_agent, "room")
+    review = ReviewStore(Registry.open(settings.state_dir).bus).get(job_id)
+    assert review.branch == f"orchestrate/{job_id}" and Path(review.worktree).is_dir()
+    plain = RegistrySource(settings, tmux_socket=tmux_socket)
+    other = plain.submit("write src/app.py here", rounds_agent, "room")
+    assert ReviewStore(Registry.open(settings.state_dir).bus).find(other) is None
