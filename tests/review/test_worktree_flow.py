@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from git_repos import commit_file, finish_job, git, make_repo, start_job
@@ -37,6 +39,16 @@ def test_the_job_records_repo_base_branch_and_worktree(settings: Settings, repo:
     assert (review.repo, review.base, review.branch) == (str(repo), "main", f"orchestrate/{job_id}")
     assert review.worktree == str(tree) and review.state == "ASSIGNED"
     assert review.base_commit == git(repo, "rev-parse", "main")
+
+
+def test_job_get_shows_where_the_job_works(cli: Any, settings: Settings, repo: Path) -> None:
+    job_id, tree = start_job(settings, repo)
+    shown = json.loads(cli("job", "get", "--job", job_id).stdout)["worktree"]
+    assert shown["repo"] == str(repo) and shown["base"] == "main"
+    assert shown["branch"] == f"orchestrate/{job_id}" and shown["worktree"] == str(tree)
+    assert shown["state"] == "ASSIGNED"
+    plain = Registry.open(settings.state_dir).register("plain", "demo", "s", sign_events=False)
+    assert "worktree" not in json.loads(cli("job", "get", "--job", plain.job_id).stdout)
 
 
 def test_the_agent_starts_in_the_same_subdirectory_of_its_tree(
