@@ -11,6 +11,7 @@ from app.review.diffs import ReviewDiff, read_review_diff
 from app.review.flow import Discarded, ReviewFlow
 from app.review.merging import Approval, approve
 from app.review.outlook import Outlook, outlooks
+from registry.errors import IllegalTransition
 from registry.review import Review, ReviewStamp
 
 
@@ -76,6 +77,14 @@ class ReviewService:
 
     def approve(self, job_id: str, mode: str = "merge") -> Approval:
         return approve(self.flow, job_id, mode)
+
+    def answer(self, job_id: str, reply: str) -> None:
+        """Answer (yes or no) the question the job's agent waits on; refused when it
+        waits on none."""
+        job = self.flow.registry.get(job_id)
+        if not job.waiting:
+            raise IllegalTransition(f"job {job_id} is not waiting for an answer")
+        self.flow.orchestrator.answer(job_id, "yes" if reply == "yes" else "no", by="control room")
 
     def request_changes(self, job_id: str, message: str) -> Review:
         return self.flow.request_changes(job_id, message)

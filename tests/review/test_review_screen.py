@@ -352,3 +352,24 @@ def test_a_new_job_from_the_control_room_gets_a_work_tree_with_the_auto_setting(
     plain = RegistrySource(settings, tmux_socket=tmux_socket)
     other = plain.submit("write src/app.py here", rounds_agent, "room")
     assert ReviewStore(Registry.open(settings.state_dir).bus).find(other) is None
+
+
+async def test_the_job_keys_act_on_the_reviewed_job(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """After `x` its agent may ask before it works: y/N answer it from the Review
+    screen; v there opens no second Review screen of the same job."""
+    job_id, _ = start_job(settings, repo)
+    finish_job(settings, job_id)
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_review(pilot, job_id)
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: any(f"job {job_id} is not waiting for an answer" in n for n in notices(app)),
+            "the answer tried on the reviewed job",
+        )
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.screen is screen and len(app.screen_stack) == 2

@@ -62,6 +62,9 @@ class ReviewScreen(Screen[None]):
         Binding("x", "request_changes", "Request changes", tooltip="Send it back to its agent"),
         Binding("d", "discard", "Discard", tooltip="Delete its work tree and branch"),
         Binding("tab", "app.focus_next", "Files/diff", show=False),
+        # after `x` its agent may ask before it works: answered from here too
+        Binding("y", "answer(True)", "Yes", show=False),
+        Binding("N", "answer(False)", "No", show=False),
         BACK,
     ]
 
@@ -297,6 +300,10 @@ class ReviewScreen(Screen[None]):
 
         self.app.push_screen(ConfirmScreen(question, "Discard"), confirmed)
 
+    def action_answer(self, yes: bool) -> None:
+        """y/N: answer the question the job's agent waits on (its permission prompt)."""
+        self._act("answer", "yes" if yes else "no")
+
     @work(thread=True, group="review-action", exit_on_error=False)
     def _act(self, action: str, message: str = "") -> None:
         job_id = self.job_id
@@ -314,6 +321,9 @@ class ReviewScreen(Screen[None]):
                 base = done.review.base
                 text = f"Merged job {job_id} into {base} ({done.merged_commit[:12]})"
                 self.post_message(self.Done(text))
+            elif action == "answer":
+                self.service.answer(job_id, message)
+                self.post_message(self.Done(f"Answered {message} to job {job_id}'s agent"))
             elif action == "request_changes":
                 self.service.request_changes(job_id, message)
                 self.post_message(self.Done(f"Sent the changes to job {job_id}'s agent"))
