@@ -176,6 +176,8 @@ class Reconciler:
                 log.info("job %s: activity not recorded: %s", job.job_id, exc)
         report.sampled[job.job_id] = activity
         self._beat(job, verdict.heartbeat)
+        if verdict.idle_done and not self._still_as_seen(job):
+            return  # it moved on while this pass looked: the next pass judges it afresh
         if verdict.idle_done and verdict.finish is not None and self._round_done(job, verdict):
             return
         if verdict.finish is not None:
@@ -185,6 +187,17 @@ class Reconciler:
                 target[job.job_id] = reason
             return
         self._flag_if_quiet(job, activity, report)
+
+    def _still_as_seen(self, job: Job) -> bool:
+        """Whether the job's activity is still the one this pass looked at: a hook
+        can record the agent working (its next task, requested changes) between the
+        pass reading the job and acting on its idle, which would then end a turn that
+        has just begun."""
+        try:
+            now = self.orchestrator.registry.get(job.job_id)
+        except RegistryError:
+            return False
+        return (now.activity, now.activity_at_ms) == (job.activity, job.activity_at_ms)
 
     def _worked(self, job_id: str) -> bool:
         """Whether the job's agent has worked on its task: seen working or asking, or
