@@ -185,8 +185,17 @@ def _age(stamp: str, now: datetime) -> str:
 @click.option("--show-token", is_flag=True, help="Include auth_token and broker password.")
 @click.pass_obj
 def get(settings: Settings, job_id: str, show_token: bool) -> None:
-    """Print one job record as JSON."""
-    emit_json(settings.open_registry().get(job_id).to_dict(show_token=show_token), indent=2)
+    """Print one job record as JSON (a job run in its own work tree: with its
+    repository, base, branch, work tree and review state under "worktree")."""
+    from registry.review import ReviewStore
+
+    registry = settings.open_registry()
+    record = registry.get(job_id).to_dict(show_token=show_token)
+    review = ReviewStore(registry.bus).find(job_id)
+    if review is not None:
+        keys = ("repo", "base", "base_commit", "branch", "worktree", "workdir", "state")
+        record["worktree"] = {key: review.to_dict()[key] for key in keys}
+    emit_json(record, indent=2)
 
 
 @job.command()

@@ -292,6 +292,8 @@ class ControlRoomApp(InboxActions):
             time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
 
     def on_control_room_app_delta_ready(self) -> None:
+        if not self.is_running:  # shutting down: its screens' widgets are being removed
+            return
         if not self.main.is_mounted:  # not mounted yet (or torn down): ring again soon
             # Composed is not enough: a widget whose message loop has not started
             # yet drops the idle prompts that its refreshes and a DataTable's

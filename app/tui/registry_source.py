@@ -29,6 +29,7 @@ from app.orchestration import Orchestrator
 from app.orchestration.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
+from app.review.worktree import default_worktree
 from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import AnswerNotReceived, TmuxError
@@ -75,6 +76,12 @@ MOVED_ON_SEC = 6.0
 """After the answer went in: how long the registry has to show the agent moving on
 (the supervisor or the control room's reconcile records it within a pass or two)."""
 
+# What a work-tree job's row says while its review waits for a person.
+REVIEW_PROGRESS = {
+    "IN_REVIEW": "in review: press v",
+    "APPROVED": "approved, not merged yet: press v",
+}
+
 
 def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
@@ -88,15 +95,21 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
 
 
 def job_row(
-    job: Job, status_reason: str | None = None, answers: tuple[AnswerReply, ...] = ("yes", "no")
+    job: Job,
+    status_reason: str | None = None,
+    answers: tuple[AnswerReply, ...] = ("yes", "no"),
+    review: str | None = None,
 ) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
     job got its status when no event of its agent says so (a cancel, the control
     room failing a job whose pane exited); the row then shows that instead of an
-    event from before (a cancelled job still read "permission_required")."""
+    event from before (a cancelled job still read "permission_required").
+    `review`: a work-tree job's review state; one waiting for a person says so."""
     last_event, detail = job.last_event, job.last_detail or ""
     if status_reason is not None and job.status in FINAL_STATUSES:
         last_event, detail = job.status, status_reason
+    if review in REVIEW_PROGRESS:
+        detail = REVIEW_PROGRESS[review]
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -139,8 +152,9 @@ def _asked(job: Job) -> tuple[tuple[str, str], ...]:
 
 
 def event_row(message: Message) -> EventRow | None:
-    """A stream line for a `job.event` message, or for a status change nobody's
-    event explains (a cancel, a resume, an expired lease); None for the rest."""
+    """A stream line for a `job.event` message, for a status change nobody's event
+    explains (a cancel, a resume, an expired lease), or for a review's move; None
+    for the rest."""
     payload = message.payload if isinstance(message.payload, dict) else {}
     job_id = str(message.correlation_id or payload.get("job_id", ""))
     if message.type == "job.event":
@@ -152,6 +166,9 @@ def event_row(message: Message) -> EventRow | None:
             detail=str(payload.get("detail", "")),
         )
     reason = str(payload.get("reason", ""))
+    if message.type == "review.status" and payload.get("to"):  # a work-tree job's review moved
+        detail = f"{payload.get('from') or 'new'} → {payload.get('to')}: {reason}"
+        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="review", detail=detail)
     if message.type == "job.status" and not moved_by_agent(reason):
         detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
@@ -201,6 +218,7 @@ class RegistrySource:
         self._broker_state: BrokerState = "none"
         self._in_review = 0
         self._agent_answers: dict[str, tuple[AnswerReply, ...]] = {}
+        self._seen_in_review: set[str] | None = None  # in review at the last reconcile
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -254,7 +272,7 @@ class RegistrySource:
         else:
             messages = self.registry.bus.read_after(after_seq, limit=BATCH)
             cursor = messages[-1].seq if messages else after_seq
-            job_ids = {m.correlation_id for m in messages if m.type.startswith("job.")}
+            job_ids = {m.correlation_id for m in messages if m.type.startswith(("job.", "review."))}
             found = self._jobs_by_id(sorted(i for i in job_ids if i))
             jobs = list(found.values())
             events = [row for m in messages if (row := event_row(m)) is not None]
@@ -276,8 +294,14 @@ class RegistrySource:
         reasons = self.registry.status_reasons(
             job.job_id for job in jobs if job.status in FINAL_STATUSES
         )
+        reviewing = self.review_service.states([job.job_id for job in jobs])
         rows = [
-            job_row(job, reasons.get(job.job_id), self._answers(job) if job.waiting else ANSWERS)
+            job_row(
+                job,
+                reasons.get(job.job_id),
+                self._answers(job) if job.waiting else ANSWERS,
+                reviewing.get(job.job_id),
+            )
             for job in jobs
         ]
         if after_seq <= 0:
@@ -482,7 +506,12 @@ class RegistrySource:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
         a line for the user only when the pass changed something."""
         report = self.orchestrator.reconcile()
-        ready = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        moved = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        in_review = self.review_service.ready_for_review()
+        # whichever process brought them up (this pass, the supervisor, a command)
+        seen = self._seen_in_review if self._seen_in_review is not None else set(in_review)
+        ready = [job_id for job_id in in_review if job_id not in seen or job_id in moved]
+        self._seen_in_review = set(in_review)
         lines = [report.summary()] if report.acted else []
         if ready:
             lines.append(f"Ready for review (v): {', '.join(ready)}")
@@ -534,7 +563,10 @@ class RegistrySource:
         return claim(self.registry.bus, signal, by=CONTROL_AGENT)
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
-        return self.orchestrator.submit(prompt, agent, agent_session).job_id
+        """A new job in the control room's directory; with ORCHESTRATE_WORKTREE=auto in a
+        git repository, on its own branch and work tree (as `submit` does)."""
+        plan = default_worktree(self.settings, Path.cwd())
+        return self.orchestrator.submit(prompt, agent, agent_session, worktree=plan).job_id
 
     def installed_agents(self) -> list[str]:
         kinds = [a.kind for a in built_in_adapters() if a.kind != "demo" and which(a.executable)]
