@@ -26,4 +26,7 @@ def watch(settings: Settings, demo: bool, agents: int) -> None:
     from app.tui.source import open_source
 
     source = open_source(settings)
-    ControlRoomApp(source, demo_agents=agents if demo else 0).run()
+    app = ControlRoomApp(source, demo_agents=agents if demo else 0)
+    app.run()
+    if app.demo_job_ids and not app.demo_stopped:  # it ended some other way than quit
+        source.stop_demo(app.demo_job_ids)

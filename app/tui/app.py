@@ -46,6 +46,7 @@ RESUMABLE = states.JOB.transition("resume").sources
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
+DEMO_START_WAIT_S = 60.0  # quitting while demo agents start: wait for them, to stop them
 HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a resize)
 BUSY_POLL_S = 0.015  # while events flow: ~20 per delta at 1k ev/s, each row ~20 ms late
 
@@ -79,6 +80,9 @@ class ControlRoomApp(App[None]):
             super().__init__()
             self.text = text
             self.severity = severity
+
+    class DemoStopped(Message):
+        """The demo agents this app started are stopped: the app may now exit."""
 
     class LogPath(Message):
         """Where the selected job's pane log is, for the split tail."""
@@ -115,6 +119,8 @@ class ControlRoomApp(App[None]):
         self.history_recheck_s = history_recheck_s
         self.demo_agents = demo_agents
         self.demo_job_ids: list[str] = []
+        self.demo_stopped = False  # set once they are (quitting stops them)
+        self._demo_started = threading.Event()  # the start worker is past start_demo
         self._stop_bridge = threading.Event()
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
@@ -160,21 +166,52 @@ class ControlRoomApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop_bridge.set()
+        self.source.close()
 
     # -- start, demo and reconcile ------------------------------------------
     @work(thread=True, exit_on_error=False, group="start", description="Opening the registry")
     def _start(self) -> None:
         """Mark the start on the bus, start demo agents if asked, then reconcile."""
         try:
-            self.source.start()
+            notice = self.source.start()
         except SOURCE_ERRORS as error:  # the poller reports the same failure
             self.post_message(self.SourceFailed(error))
-        if self.demo_agents:
-            count = self.demo_agents
-            self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
-            self.demo_job_ids = self.source.start_demo(count)
-            started = counted(len(self.demo_job_ids), "demo agent")
-            self.post_message(self.Notice(f"Started {started}"))
+        else:
+            if notice:  # another control room on this state dir
+                self.post_message(self.Notice(notice, "warning"))
+        try:
+            if self.demo_agents:
+                count = self.demo_agents
+                self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
+                self.demo_job_ids = self.source.start_demo(count)
+                started = counted(len(self.demo_job_ids), "demo agent")
+                self.post_message(self.Notice(f"Started {started}"))
+        finally:
+            self._demo_started.set()
+
+    async def action_quit(self) -> None:
+        """Leave; with demo agents of this app's own, stop them first (and only them)."""
+        if not self.demo_agents or self.demo_stopped:
+            self.exit()
+        elif not self._demo_stopping():
+            self.notify(f"Stopping the {counted(self.demo_agents, 'demo agent')}…")
+            self._stop_demo()
+
+    def _demo_stopping(self) -> bool:
+        return any(worker.group == "demo-stop" for worker in self.workers)
+
+    @work(thread=True, exit_on_error=False, group="demo-stop", description="Stopping demo agents")
+    def _stop_demo(self) -> None:
+        """Stop the demo agents this app started, then exit (whatever happened)."""
+        try:
+            self._demo_started.wait(DEMO_START_WAIT_S)  # q pressed while they were starting
+            self.source.stop_demo(list(self.demo_job_ids))
+            self.demo_stopped = True
+        finally:
+            self.post_message(self.DemoStopped())
+
+    def on_control_room_app_demo_stopped(self) -> None:
+        self.exit()
 
     @work(
         thread=True,
@@ -409,12 +446,39 @@ class ControlRoomApp(App[None]):
         if not (job_id := self._selected_job()):
             return
         job = self._job_row(job_id)
-        if job is not None and job.status not in RESUMABLE:
+        interrupted = job is not None and job.activity == "interrupted"
+        if job is not None and job.status not in RESUMABLE and not interrupted:
             self._refuse(
-                f"{job_id} is {job.status}: only an errored or cancelled job can be resumed"
+                f"{job_id} is {job.status}: only an errored, cancelled or interrupted job "
+                "can be resumed"
             )
             return
         self._call(f"Resuming {job_id}", f"Resumed job {job_id}", "resume", job_id)
+
+    def action_resume_interrupted(self) -> None:
+        """Every interrupted job back in a new pane: `job resume --all-interrupted`."""
+        self.notify("Resuming every interrupted job…")
+        self._resume_interrupted()
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="resume-interrupted",
+        description="Resuming interrupted jobs",
+    )
+    def _resume_interrupted(self) -> None:
+        try:
+            resumed = self.source.resume_interrupted()
+        except SOURCE_ERRORS as error:
+            raise self.ActionFailed(f"Could not resume the interrupted jobs: {error}") from error
+        if resumed.job_ids:
+            back = counted(len(resumed.job_ids), "interrupted job")
+            self.post_message(self.Notice(f"Resumed {back}: {', '.join(resumed.job_ids)}"))
+        for job_id, why in resumed.failed.items():
+            self.post_message(self.Notice(f"Could not resume {job_id}: {why}", "error"))
+        if not resumed.job_ids and not resumed.failed:
+            self.post_message(self.Notice("No interrupted job to resume"))
 
     def action_stop_session(self) -> None:
         label: str | None = getattr(self.screen, "selected_session", None)

@@ -38,7 +38,21 @@ COMMANDS: tuple[Command, ...] = (
     Command("open", "enter", "open_job", "Detail", "Open the selected job's detail", show=False),
     Command("new", "n", "new_job", "New", "Submit a new job to an agent session"),
     Command("cancel", "c", "cancel_job", "Cancel", "Cancel the selected job (asks first)"),
-    Command("resume", "r", "resume_job", "Resume", "Resume the selected errored/cancelled job"),
+    Command(
+        "resume",
+        "r",
+        "resume_job",
+        "Resume",
+        "Resume the selected errored, cancelled or interrupted job",
+    ),
+    Command(
+        "interrupted",
+        "R",
+        "resume_interrupted",
+        "Resume all",
+        "Resume every interrupted job (tmux killed, a reboot)",
+        show=False,
+    ),
     Command("stop", "s", "stop_session", "Stop", "Stop the selected job's agent session"),
     Command("yes", "y", "answer(True)", "Yes", "Answer yes to the job's permission prompt"),
     Command(

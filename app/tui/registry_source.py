@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, cast
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
 from app.orchestration import Orchestrator
+from app.orchestration.demo import start_demo, stop_demo
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import TmuxError
+from app.tui.room_lock import ControlRoomLock
 from app.tui.source import (
     BrokerState,
     Delta,
@@ -34,6 +36,7 @@ from app.tui.source import (
     JobRow,
     JobStatus,
     Liveness,
+    Resumed,
     SessionRow,
     SessionState,
     Snapshot,
@@ -43,12 +46,13 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
-from registry.activity import observation_of
+from registry.activity import interruption, observation_of
 from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -83,6 +87,9 @@ def job_row(job: Job, status_reason: str | None = None) -> JobRow:
     last_event, detail = job.last_event, job.last_detail or ""
     if status_reason is not None and job.status in FINAL_STATUSES:
         last_event, detail = job.status, status_reason
+    interrupted = interruption(job.activity, job.activity_data) if job.status == "running" else None
+    if interrupted is not None:  # why it stopped, not its last progress
+        detail = interrupted
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -169,6 +176,9 @@ class RegistrySource:
         self._tmux_notice_given = False
         self._broker_state: BrokerState = "none"
         self._in_review = 0
+        self._interrupted = 0
+        self._interrupted_told = 0  # how many interrupted jobs the last notice named
+        self._room_lock = ControlRoomLock(settings.state_dir)
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -236,6 +246,7 @@ class RegistrySource:
         if changed_counts:
             self._counts = self._count_jobs()
             self._in_review = self.review_service.in_review()
+            self._interrupted = self._count_interrupted(notices)
         sessions = None
         if time.monotonic() - self._sessions_at >= SESSIONS_EVERY_S:
             self._sessions_at = time.monotonic()
@@ -258,6 +269,7 @@ class RegistrySource:
                 events_per_s=self._rate(),
                 broker_state=broker,
                 in_review=self._in_review,
+                interrupted=self._interrupted,
             ),
             notices=tuple(notices),
         )
@@ -300,6 +312,21 @@ class RegistrySource:
     def _count_jobs(self) -> dict[str, int]:
         rows = self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status")
         return {str(row[0]): int(row[1]) for row in rows}
+
+    def _count_interrupted(self, notices: list[str]) -> int:
+        """Running jobs whose pane is gone; a notice when there are more than last said
+        (after a reboot, the first thing to know on opening the control room)."""
+        rows = self._rows(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND activity = 'interrupted'"
+        )
+        count = int(rows[0][0]) if rows else 0
+        if count > self._interrupted_told:
+            notices.append(
+                f"{counted(count, 'job')} interrupted (agent pane gone: a reboot, or tmux "
+                "killed): R resumes them all"
+            )
+        self._interrupted_told = count
+        return count
 
     def _rate(self) -> float:
         horizon = self.clock_ms() - RATE_WINDOW_MS
@@ -357,8 +384,9 @@ class RegistrySource:
             # No running job and no beat of its own: nothing is expected to beat.
             liveness: Liveness = "unknown" if job_id else "idle"
             age_s: float | None = None
-            if beat is not None:
-                liveness = cast(Liveness, str(beat.liveness(at_ms)))
+            if beat is not None:  # a fresh beat written for a dead agent still says dead
+                fresh = cast(Liveness, str(beat.liveness(at_ms)))
+                liveness = "DEAD" if beat.status == "dead" else fresh
                 age_s = max(0.0, (at_ms - beat.ts_ms) / 1000)
             rows.append(
                 SessionRow(
@@ -429,8 +457,10 @@ class RegistrySource:
         return self.settings.state_dir / "logs" / job_id / "pane.log"
 
     # -- lifecycle --------------------------------------------------------------
-    def start(self) -> None:
-        """Mark the control room's start on the bus (History shows restarts)."""
+    def start(self) -> str | None:
+        """Mark the control room's start on the bus (History shows restarts); a notice
+        when another control room already has this state dir open (both work)."""
+        holder = self._room_lock.acquire()
         self.registry.bus.publish(
             Outgoing(
                 type="control.started",
@@ -438,6 +468,14 @@ class RegistrySource:
                 payload={"pid": os.getpid(), "state_dir": str(self.settings.state_dir)},
             )
         )
+        if holder is None:
+            return None
+        who = f"pid {holder}" if holder else "its pid not known yet"
+        return f"Another control room ({who}) has this state dir open: both work, on one registry"
+
+    def close(self) -> None:
+        """The app is closing: another control room may now be the first."""
+        self._room_lock.release()
 
     def reconcile(self) -> str | None:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
@@ -450,7 +488,15 @@ class RegistrySource:
         return "\n".join(lines) or None
 
     def start_demo(self, agents: int) -> list[str]:
-        return [job.job_id for job in self.orchestrator.start_demo(agents)]
+        return [job.job_id for job in start_demo(self.orchestrator, agents)]
+
+    def stop_demo(self, job_ids: list[str]) -> int:
+        return stop_demo(self.orchestrator, job_ids)
+
+    def resume_interrupted(self) -> Resumed:
+        failed: dict[str, str] = {}
+        resumed = self.orchestrator.resume_interrupted(failed=failed)
+        return Resumed(tuple(job.job_id for job in resumed), failed)
 
     # -- actions ----------------------------------------------------------------
     def cancel(self, job_id: str) -> None:

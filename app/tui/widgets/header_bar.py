@@ -43,6 +43,9 @@ class HeaderBar(Widget):
             if status == "running" and self.waiting:
                 text.append(" waiting ", theme_style(self.app, "warning", bold=True))
                 text.append(str(self.waiting), theme_style(self.app, "warning", bold=True))
+            if status == "running" and self.snapshot.interrupted:
+                style = theme_style(self.app, STATUS_COLOURS["interrupted"], bold=True)
+                text.append(f" interrupted {self.snapshot.interrupted}", style)
             if status == "completed" and self.snapshot.in_review:
                 text.append(" in review ", theme_style(self.app, "accent", bold=True))
                 text.append(

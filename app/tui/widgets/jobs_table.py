@@ -134,7 +134,9 @@ class JobsTable(DataTable[object]):
         return str(key.value)
 
     def _cells(self, job: JobRow) -> tuple[object, ...]:
-        status_style = theme_style(self.app, STATUS_COLOURS.get(job.status, "foreground"))
+        # an interrupted job is running on record, but nothing runs: said as such
+        status = "interrupted" if job.activity == "interrupted" else job.status
+        status_style = theme_style(self.app, STATUS_COLOURS.get(status, "foreground"))
         age = format_age((self.now - job.created_at).total_seconds()) if self.now else ""
         last_event: object = job.last_event or ""
         if job.waiting_permission:
@@ -144,7 +146,7 @@ class JobsTable(DataTable[object]):
             missing = Text(f"⚠ {job.missing_events}", style=theme_style(self.app, "warning"))
         return (
             _plain(job.job_id),
-            as_text(job.status, style=status_style),
+            as_text(status, style=status_style),
             _plain(job.agent),
             _plain(_clipped(job.agent_session, SESSION_CELLS)),
             _plain(age),
