@@ -46,8 +46,8 @@ RESUMABLE = states.JOB.transition("resume").sources
 MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
-DEMO_START_WAIT_S = 60.0  # quitting while demo agents start: wait for them, to stop them
 HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a resize)
+DEMO_START_WAIT_S = 60.0  # quitting while demo agents start: wait for them, to stop them
 BUSY_POLL_S = 0.015  # while events flow: ~20 per delta at 1k ev/s, each row ~20 ms late
 
 
@@ -193,12 +193,13 @@ class ControlRoomApp(App[None]):
         """Leave; with demo agents of this app's own, stop them first (and only them)."""
         if not self.demo_agents or self.demo_stopped:
             self.exit()
-        elif not self._demo_stopping():
+        elif not self._busy("demo-stop"):  # a second q waits for the first
             self.notify(f"Stopping the {counted(self.demo_agents, 'demo agent')}…")
             self._stop_demo()
 
-    def _demo_stopping(self) -> bool:
-        return any(worker.group == "demo-stop" for worker in self.workers)
+    def _busy(self, group: str) -> bool:
+        """Whether a worker of ``group`` is still at work."""
+        return any(worker.group == group for worker in self.workers)
 
     @work(thread=True, exit_on_error=False, group="demo-stop", description="Stopping demo agents")
     def _stop_demo(self) -> None:
@@ -457,12 +458,14 @@ class ControlRoomApp(App[None]):
 
     def action_resume_interrupted(self) -> None:
         """Every interrupted job back in a new pane: `job resume --all-interrupted`."""
+        if self._busy("resume-interrupted"):  # a second R would resume them twice
+            self.notify("Still resuming the interrupted jobs…")
+            return
         self.notify("Resuming every interrupted job…")
         self._resume_interrupted()
 
     @work(
         thread=True,
-        exclusive=True,
         exit_on_error=False,
         group="resume-interrupted",
         description="Resuming interrupted jobs",
