@@ -121,7 +121,9 @@ class ControlRoomApp(App[None]):
         self.demo_job_ids: list[str] = []
         self.demo_stopped = False  # set once they are (quitting stops them)
         self._demo_started = threading.Event()  # the start worker is past start_demo
-        self._stop_bridge = threading.Event()
+        # Set when the app unmounts: the bridge and every worker loop stop (a loop left
+        # running would keep the process, or a test's event loop, from closing).
+        self._stopping = threading.Event()
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
         self._mailbox = DeltaMailbox()
@@ -162,10 +164,10 @@ class ControlRoomApp(App[None]):
     @work(thread=True, exit_on_error=False, group="bridge", description="MQTT ingest bridge")
     def _bridge(self) -> None:
         """Run the MQTT ingest bridge (if a broker is configured) until the app exits."""
-        self.source.run_bridge(self._stop_bridge)
+        self.source.run_bridge(self._stopping)
 
     def on_unmount(self) -> None:
-        self._stop_bridge.set()
+        self._stopping.set()
         self.source.close()
 
     # -- start, demo and reconcile ------------------------------------------
@@ -226,7 +228,7 @@ class ControlRoomApp(App[None]):
         worker = get_current_worker()
         failure = ""
         interval = self.reconcile_interval_s or RECONCILE_INTERVAL_S
-        while not worker.is_cancelled:
+        while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 notice = self.source.reconcile()
             except Exception as error:
@@ -253,7 +255,7 @@ class ControlRoomApp(App[None]):
         worker = get_current_worker()
         cursor, failure, backoff_s = 0, "", self.poll_interval_s
         previous: Delta | None = None
-        while not worker.is_cancelled:
+        while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 delta = self.source.poll(cursor)
             except SOURCE_ERRORS as error:
@@ -284,6 +286,8 @@ class ControlRoomApp(App[None]):
             time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
 
     def on_control_room_app_delta_ready(self) -> None:
+        if self.main.is_mounted and not self.is_running:
+            return  # the app is closing: its screens' widgets are being removed
         if not self.main.is_mounted:  # not mounted yet (or torn down): ring again soon
             # Composed is not enough: a widget whose message loop has not started
             # yet drops the idle prompts that its refreshes and a DataTable's
