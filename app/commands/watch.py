@@ -23,7 +23,7 @@ from app.settings import Settings
 def watch(settings: Settings, demo: bool, agents: int) -> None:
     """Open the control room: live jobs, sessions, events and actions."""
     from app.tui.app import ControlRoomApp
-    from app.tui.source import open_source
+    from app.tui.registry_source import open_source
 
     source = open_source(settings)
     app = ControlRoomApp(source, demo_agents=agents if demo else 0)

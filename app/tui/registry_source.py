@@ -520,3 +520,16 @@ class RegistrySource:
     def open_control_room_split(self, job_id: str) -> str:
         self.orchestrator.control_room_split(job_id)
         return self.orchestrator.driver.attach_hint(CONTROL_ROOM_LABEL)
+
+
+def open_source(settings: Settings, *, tmux_socket: str | None = None) -> RegistrySource:
+    """The source over the registry in `settings.state_dir`, with the MQTT ingest bridge
+    of the `MQTT_*` environment (none without a broker).
+
+    Opening touches nothing: the database is opened by the first poll, in a
+    worker, so a broken one becomes a notice in the running app.
+    """
+    from registry.ingest import bridge_from_env
+
+    bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
+    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)

@@ -12,14 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
-
-if TYPE_CHECKING:
-    from app.settings import Settings
 
 JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
 SessionState = Literal["running", "stopped", "terminated", "archived"]
@@ -228,16 +225,3 @@ class ControlRoomSource(Protocol):
         """Carry MQTT events into the registry until `stop` is set (the header
         shows its connection); returns at once when no broker is configured."""
         ...
-
-
-def open_source(settings: Settings, *, tmux_socket: str | None = None) -> ControlRoomSource:
-    """The source over the registry in `settings.state_dir`.
-
-    Opening touches nothing: the database is opened by the first poll, in a
-    worker, so a broken one becomes a notice in the running app.
-    """
-    from app.tui.registry_source import RegistrySource
-    from registry.ingest import bridge_from_env
-
-    bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
-    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)
