@@ -245,7 +245,7 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
     queued again for a worker to pick."""
-    from app.orchestration import Orchestrator
+    from app.orchestration import OrchestrationError, Orchestrator
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")
@@ -254,11 +254,16 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
         done = orchestrator.resume_job(job_id, reason=reason)
         click.echo(f"{job_id}: {done.status}")
         return
-    resumed = orchestrator.resume_interrupted()
+    failed: dict[str, str] = {}
+    resumed = orchestrator.resume_interrupted(failed=failed)
     for job in resumed:
         click.echo(f"{job.job_id}: {job.status}")
-    if not resumed:
+    if not resumed and not failed:
         click.echo("no interrupted jobs", err=True)
+    if failed:  # those resumed are printed above; the rest in one line, exit 1
+        raise OrchestrationError(
+            "; ".join(f"job {job_id} not resumed: {why}" for job_id, why in failed.items())
+        )
 
 
 @job.command()

@@ -127,6 +127,9 @@ class Reconciler:
             ]
             panes = orch.panes_by_job() if ours else {}
             statuses = self.driver.pane_statuses(panes.values()) if panes else {}
+            server_gone = bool(ours) and not panes and not self.driver.server_running()
+            # this attempt's start, to the millisecond (claimed_at has whole seconds)
+            running_since = orch.registry.running_since_ms(job.job_id for job in ours)
             now = self.clock()
             for job in ours:
                 pane_id = panes.get(job.job_id)
@@ -136,8 +139,9 @@ class Reconciler:
                     status,
                     orch.pane_log(job.job_id),
                     now,
-                    started_at=_epoch(job.claimed_at),
+                    started_at=running_since.get(job.job_id, 0) / 1000,
                     worked=lambda job=job: self._worked(job.job_id),  # type: ignore[misc]
+                    server_gone=server_gone,
                 )
                 self._apply(job, verdict, report)
             if only is None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from app.agents import adapter_for, built_in_adapters
 from app.agents.base import ANSWERS as ANSWER_ORDER
 from app.orchestration import Orchestrator
+from app.orchestration.demo import start_demo, stop_demo
 from app.orchestration.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
@@ -33,6 +34,7 @@ from app.review.worktree import default_worktree
 from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import AnswerNotReceived, TmuxError
+from app.tui.room_lock import ControlRoomLock
 from app.tui.source import (
     AnswerOutcome,
     AnswerReply,
@@ -43,6 +45,7 @@ from app.tui.source import (
     JobRow,
     JobStatus,
     Liveness,
+    Resumed,
     SessionRow,
     SessionState,
     Snapshot,
@@ -52,12 +55,13 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
-from registry.activity import describe_source, observation_of
+from registry.activity import describe_source, interruption, observation_of
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.needs_you import Signal, claim, watched
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -110,6 +114,9 @@ def job_row(
         last_event, detail = job.status, status_reason
     if review in REVIEW_PROGRESS:
         detail = REVIEW_PROGRESS[review]
+    interrupted = interruption(job.activity, job.activity_data) if job.status == "running" else None
+    if interrupted is not None:  # why it stopped, not its last progress
+        detail = interrupted
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -219,6 +226,9 @@ class RegistrySource:
         self._in_review = 0
         self._agent_answers: dict[str, tuple[AnswerReply, ...]] = {}
         self._seen_in_review: set[str] | None = None  # in review at the last reconcile
+        self._interrupted = 0
+        self._interrupted_told = 0  # how many interrupted jobs the last notice named
+        self._room_lock = ControlRoomLock(settings.state_dir)
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -286,6 +296,7 @@ class RegistrySource:
         if changed_counts:
             self._counts = self._count_jobs()
             self._in_review = self.review_service.in_review()
+            self._interrupted = self._count_interrupted(notices)
         sessions = None
         if time.monotonic() - self._sessions_at >= SESSIONS_EVERY_S:
             self._sessions_at = time.monotonic()
@@ -317,6 +328,7 @@ class RegistrySource:
                 events_per_s=self._rate(),
                 broker_state=broker,
                 in_review=self._in_review,
+                interrupted=self._interrupted,
             ),
             notices=tuple(notices),
         )
@@ -359,6 +371,21 @@ class RegistrySource:
     def _count_jobs(self) -> dict[str, int]:
         rows = self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status")
         return {str(row[0]): int(row[1]) for row in rows}
+
+    def _count_interrupted(self, notices: list[str]) -> int:
+        """Running jobs whose pane is gone; a notice when there are more than last said
+        (after a reboot, the first thing to know on opening the control room)."""
+        rows = self._rows(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND activity = 'interrupted'"
+        )
+        count = int(rows[0][0]) if rows else 0
+        if count > self._interrupted_told:
+            notices.append(
+                f"{counted(count, 'job')} interrupted (agent pane gone: a reboot, or tmux "
+                "killed): R resumes them all"
+            )
+        self._interrupted_told = count
+        return count
 
     def _rate(self) -> float:
         horizon = self.clock_ms() - RATE_WINDOW_MS
@@ -416,8 +443,9 @@ class RegistrySource:
             # No running job and no beat of its own: nothing is expected to beat.
             liveness: Liveness = "unknown" if job_id else "idle"
             age_s: float | None = None
-            if beat is not None:
-                liveness = cast(Liveness, str(beat.liveness(at_ms)))
+            if beat is not None:  # a fresh beat written for a dead agent still says dead
+                fresh = cast(Liveness, str(beat.liveness(at_ms)))
+                liveness = "DEAD" if beat.status == "dead" else fresh
                 age_s = max(0.0, (at_ms - beat.ts_ms) / 1000)
             rows.append(
                 SessionRow(
@@ -492,8 +520,10 @@ class RegistrySource:
         return self.settings.state_dir / "logs" / job_id / "pane.log"
 
     # -- lifecycle --------------------------------------------------------------
-    def start(self) -> None:
-        """Mark the control room's start on the bus (History shows restarts)."""
+    def start(self) -> str | None:
+        """Mark the control room's start on the bus (History shows restarts); a notice
+        when another control room already has this state dir open (both work)."""
+        holder = self._room_lock.acquire()
         self.registry.bus.publish(
             Outgoing(
                 type="control.started",
@@ -501,6 +531,14 @@ class RegistrySource:
                 payload={"pid": os.getpid(), "state_dir": str(self.settings.state_dir)},
             )
         )
+        if holder is None:
+            return None
+        who = f"pid {holder}" if holder else "its pid not known yet"
+        return f"Another control room ({who}) has this state dir open: both work, on one registry"
+
+    def close(self) -> None:
+        """The app is closing: another control room may now be the first."""
+        self._room_lock.release()
 
     def reconcile(self) -> str | None:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
@@ -518,7 +556,15 @@ class RegistrySource:
         return "\n".join(lines) or None
 
     def start_demo(self, agents: int) -> list[str]:
-        return [job.job_id for job in self.orchestrator.start_demo(agents)]
+        return [job.job_id for job in start_demo(self.orchestrator, agents)]
+
+    def stop_demo(self, job_ids: list[str]) -> int:
+        return stop_demo(self.orchestrator, job_ids)
+
+    def resume_interrupted(self) -> Resumed:
+        failed: dict[str, str] = {}
+        resumed = self.orchestrator.resume_interrupted(failed=failed)
+        return Resumed(tuple(job.job_id for job in resumed), failed)
 
     # -- actions ----------------------------------------------------------------
     def cancel(self, job_id: str) -> None:
@@ -585,7 +631,8 @@ class RegistrySource:
 
 
 def open_source(settings: Settings, *, tmux_socket: str | None = None) -> RegistrySource:
-    """The source over the registry in `settings.state_dir`.
+    """The source over the registry in `settings.state_dir`, with the MQTT ingest bridge
+    of the `MQTT_*` environment (none without a broker).
 
     Opening touches nothing: the database is opened by the first poll, in a
     worker, so a broken one becomes a notice in the running app.

@@ -16,6 +16,7 @@ STATUS_COLOURS = {
     "completed": "success",
     "error": "error-lighten-1",
     "cancelled": "foreground-darken-2",
+    "interrupted": "error",  # running, its agent pane gone: R brings it back
 }
 LIVENESS_COLOURS = {
     "ok": "success",
