@@ -46,6 +46,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "attach": "app.commands.send:attach",
     "review": "app.commands.review:review",
     "gc": "app.commands.gc:gc",
+    "metrics": "app.commands.metrics:metrics",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
