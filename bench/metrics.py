@@ -10,9 +10,10 @@ median of several runs, in one process:
 
 * the baseline: a raw sqlite3 connection opened and `SELECT count(*) FROM
   messages` (what any size gauge must at least do), and the events count alone;
-* the registry read (`registry.live_stats.read_live_stats`);
-* a whole scrape rendered by prometheus_client (`generate_latest`);
-* a scrape over HTTP of a real `orchestrate metrics --serve 0` process;
+* the registry read (`registry.live_stats.read_live_stats`) counting every event
+  (what `orchestrate metrics` does once), and with a kept tally after 1,000 new
+  events (what each scrape of the server does after its first);
+* a scrape over HTTP of a real `orchestrate metrics --serve 0` process (nothing new);
 * `orchestrate metrics` as a fresh process (what a cron job pays), against
   `orchestrate --version` (the CLI's start-up alone).
 """
@@ -35,16 +36,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # before bench/, whose bus.py would shadow the package
 
-from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
-
-from app.commands.metrics import RegistryCollector  # noqa: E402
 from bus.db import transaction  # noqa: E402
 from bus.messages import Outgoing, insert_message  # noqa: E402
 from registry.activity import Observation  # noqa: E402
 from registry.bus_types import JOB_EVENT, event_message_id  # noqa: E402
 from registry.events import build_event  # noqa: E402
 from registry.jobs import Registry  # noqa: E402
-from registry.live_stats import read_live_stats  # noqa: E402
+from registry.live_stats import EventTally, read_live_stats  # noqa: E402
 
 AGENTS = ("claude", "codex", "gemini", "aider", "demo")
 BATCH = 10_000
@@ -100,9 +98,14 @@ def spread(registry: Registry, job_id: str, n: int) -> None:
         registry.set_status(job_id, "error" if kind == 7 else "completed")
 
 
-def timed(action: Callable[[], object], runs: int) -> list[float]:
+def timed(
+    action: Callable[[], object], runs: int, before: Callable[[], object] | None = None
+) -> list[float]:
+    """Seconds per run of ``action``; ``before`` runs first each time, untimed."""
     samples = []
     for _ in range(runs):
+        if before is not None:
+            before()
         start = time.perf_counter()
         action()
         samples.append(time.perf_counter() - start)
@@ -118,6 +121,35 @@ def raw_count(db_path: Path, sql: str) -> Callable[[], object]:
             conn.close()
 
     return count
+
+
+def append_events(state_dir: Path, count: int) -> Callable[[], object]:
+    """``count`` more events for one job, as the registry files them (untimed)."""
+    registry = Registry.open(state_dir, audited=False)
+    job_id = registry.list(status="running")[0].job_id
+
+    def append() -> None:
+        with transaction(registry.db.conn) as conn:
+            seq = int(
+                conn.execute(  # its events' ids are <job>:<seq>
+                    "SELECT max(CAST(substr(id, 10) AS INTEGER)) FROM messages "
+                    "WHERE type = ? AND from_agent = ?",
+                    (JOB_EVENT, job_id),
+                ).fetchone()[0]
+                or 0
+            )
+            for n in range(seq + 1, seq + 1 + count):
+                event = build_event(job_id, n, "progress", f"step {n}")
+                message = Outgoing(
+                    type=JOB_EVENT,
+                    from_agent=job_id,
+                    payload=event.to_dict(),
+                    correlation_id=job_id,
+                    id=event_message_id(job_id, n),
+                )
+                insert_message(conn, registry.bus.blobs, message)
+
+    return append
 
 
 def serve(state_dir: Path) -> tuple[subprocess.Popen[str], str]:
@@ -150,9 +182,6 @@ def main() -> None:
         populate(state_dir, args.jobs, args.messages)
         print(f"built {state_dir} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     db_path = state_dir / "state.db"
-    collector = RegistryCollector(state_dir, busy_timeout_ms=5000)
-    registry = CollectorRegistry()
-    registry.register(collector)
     stats = read_live_stats(state_dir, busy_timeout_ms=5000)
     size_mb = db_path.stat().st_size / 1e6
     print(
@@ -162,26 +191,40 @@ def main() -> None:
     )
     proc, url = serve(state_dir)
     try:
-        rows = [
+        tally = EventTally()
+        read_live_stats(state_dir, busy_timeout_ms=5000, tally=tally)
+        urllib.request.urlopen(url, timeout=60).read()  # the server's first scrape counts all
+        rows: list[tuple[str, Callable[[], object], Callable[[], object] | None]] = [
             (
                 "raw sqlite3: open, count(*) messages",
                 raw_count(db_path, "SELECT count(*) FROM messages"),
+                None,
             ),
             (
                 "raw sqlite3: open, count(*) job events",
                 raw_count(db_path, f"SELECT count(*) FROM messages WHERE type = '{JOB_EVENT}'"),
+                None,
             ),
             (
-                "read_live_stats (the registry read)",
+                "registry read, every event counted (once)",
                 lambda: read_live_stats(state_dir, busy_timeout_ms=5000),
+                None,
             ),
-            ("generate_latest (whole scrape, in process)", lambda: generate_latest(registry)),
-            ("HTTP GET of metrics --serve", lambda: urllib.request.urlopen(url, timeout=30).read()),
+            (
+                "registry read, kept tally, +1,000 new events",
+                lambda: read_live_stats(state_dir, busy_timeout_ms=5000, tally=tally),
+                append_events(state_dir, 1000),
+            ),
+            (
+                "HTTP GET of metrics --serve (a scrape)",
+                lambda: urllib.request.urlopen(url, timeout=60).read(),
+                None,
+            ),
         ]
         baseline = None
         print(f"\n{'':46} {'best ms':>9} {'median ms':>10} {'x baseline':>11}")
-        for label, action in rows:
-            samples = timed(action, args.runs)
+        for label, action, before in rows:
+            samples = timed(action, args.runs, before)
             best, median = min(samples), statistics.median(samples)
             baseline = baseline or best
             print(f"{label:46} {best * 1000:9.1f} {median * 1000:10.1f} {best / baseline:11.1f}")

@@ -17,6 +17,12 @@ Definitions (the README's Metrics section repeats them):
   ``timestamp`` (the publisher's clock, whole seconds): how late the latest
   event arrived. It includes any clock skew between the agent's host and this one.
 * export backlog: bus messages not yet in ``export/bus.jsonl`` (the history's input).
+
+Counting a million events is the one read that grows with the bus: an index
+scan of every event. The bus is append-only (nothing deletes a message, and
+seqs commit in order), so a caller that reads again and again (the metrics
+server) keeps an :class:`EventTally`, and each later read counts only the
+messages after the last seq it saw.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from registry.store import REGISTRY_SCHEMA_VERSION, VERSION_KEY
 
 UNKNOWN_ACTIVITY = "unknown"
 """The activity label of a running job no signal has described yet."""
+UNKNOWN_AGENT = "unknown"
+"""The agent label of events whose job is not in the jobs table."""
 
 STORAGE_FILES = ("state.db", "state.db-wal")
 
@@ -56,6 +64,29 @@ class NewestEvent:
 
     recorded_ms: int
     published_ms: int | None  # its own timestamp; None if unreadable
+
+
+@dataclass
+class EventTally:
+    """What the bus's messages add up to, up to ``last_seq``: kept between reads by a
+    caller that reads often, so each read counts only what came after.
+
+    The messages table is append-only and seqs commit in order, so every message
+    after ``last_seq`` in a later snapshot is one this tally has not counted. The
+    message at ``last_seq`` is its anchor: when the database no longer holds that
+    message id there (another database in its place), the tally starts over.
+    """
+
+    last_seq: int = 0
+    messages: int = 0
+    events_per_job: dict[str, int] = field(default_factory=dict)
+    newest_event_seq: int = 0
+    anchor: str | None = None  # the id of the message at last_seq
+
+    def start_over(self) -> None:
+        self.last_seq = self.messages = self.newest_event_seq = 0
+        self.events_per_job = {}
+        self.anchor = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +126,14 @@ class LiveStats:
         return (self.newest_event.recorded_ms - self.newest_event.published_ms) / 1000
 
 
-def read_live_stats(state_dir: Path, *, busy_timeout_ms: int) -> LiveStats:
+def read_live_stats(
+    state_dir: Path, *, busy_timeout_ms: int, tally: EventTally | None = None
+) -> LiveStats:
     """Read the live numbers of ``state_dir`` without writing anything.
 
-    Raises NoStateDatabase (no state.db yet), NotABusDatabase (damaged or
+    ``tally`` carries the event counts of an earlier read of the same database
+    forward (updated in place; one caller at a time); without one, every event is
+    counted afresh. Raises NoStateDatabase (no state.db yet), NotABusDatabase (damaged or
     another program's file), SchemaTooNew, or DatabaseLocked (another process
     holds the database exclusively past ``busy_timeout_ms``).
     """
@@ -109,7 +144,7 @@ def read_live_stats(state_dir: Path, *, busy_timeout_ms: int) -> LiveStats:
         try:
             conn.execute("BEGIN")  # one snapshot for every count
             try:
-                stats = _read(conn, db_path, state_dir)
+                stats = _read(conn, db_path, state_dir, tally or EventTally())
             finally:
                 if conn.in_transaction:  # SQLite may have ended it itself on an error
                     conn.execute("ROLLBACK")
@@ -132,7 +167,7 @@ def _read_only(db_path: Path, busy_timeout_ms: int) -> Iterator[sqlite3.Connecti
         conn.close()
 
 
-def _read(conn: sqlite3.Connection, db_path: Path, state_dir: Path) -> LiveStats:
+def _read(conn: sqlite3.Connection, db_path: Path, state_dir: Path, tally: EventTally) -> LiveStats:
     at_ms = now_ms()
     bus_version = recorded_version(conn)
     registry_version = recorded_version(conn, VERSION_KEY)
@@ -161,11 +196,16 @@ def _read(conn: sqlite3.Connection, db_path: Path, state_dir: Path) -> LiveStats
     newest: NewestEvent | None = None
     bus_messages = export_backlog = 0
     if bus_version >= 1:
-        events, newest = _events(conn, agent_of, state_dir)
-        bus_messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
-        top = conn.execute("SELECT max(seq) FROM messages").fetchone()[0] or 0
+        top = int(conn.execute("SELECT max(seq) FROM messages").fetchone()[0] or 0)
+        _count_messages(conn, tally, top)
+        events = {agent: 0 for agent in agent_of.values()}
+        for job_id, count in tally.events_per_job.items():
+            agent = agent_of.get(job_id, UNKNOWN_AGENT)
+            events[agent] = events.get(agent, 0) + count
+        newest = _newest_event(conn, tally.newest_event_seq, state_dir)
+        bus_messages = tally.messages
         exported = conn.execute("SELECT last_seq FROM export_state WHERE id = 1").fetchone()
-        export_backlog = max(0, int(top) - (int(exported[0]) if exported else 0))
+        export_backlog = max(0, top - (int(exported[0]) if exported else 0))
     blob_count, blob_bytes = _blob_usage(state_dir / "blobs")
     storage = {name: _size(state_dir / name) for name in STORAGE_FILES}
     storage["blobs"] = blob_bytes
@@ -226,32 +266,57 @@ def _running(conn: sqlite3.Connection, agents: set[str]) -> tuple[dict[tuple[str
     return running, waiting
 
 
-def _events(
-    conn: sqlite3.Connection, agent_of: dict[str, str], state_dir: Path
-) -> tuple[dict[str, int], NewestEvent | None]:
-    """Events per agent and the newest one, in one pass over the
-    (type, from_agent, ts_ms) index: an event's ``from_agent`` is its job id."""
-    events = {agent: 0 for agent in agent_of.values()}
-    newest_job: str | None = None
-    newest_ms = -1
-    rows = conn.execute(
-        "SELECT from_agent, count(*), max(ts_ms) FROM messages WHERE type = ? GROUP BY from_agent",
-        (JOB_EVENT,),
-    )
-    for job_id, count, last_ms in rows:
-        agent = agent_of.get(job_id, UNKNOWN_ACTIVITY)
-        events[agent] = events.get(agent, 0) + int(count)
-        if last_ms > newest_ms:
-            newest_job, newest_ms = job_id, int(last_ms)
-    if newest_job is None:
-        return events, None
+def _count_messages(conn: sqlite3.Connection, tally: EventTally, top: int) -> None:
+    """Bring ``tally`` up to seq ``top`` (this snapshot's newest message). It changes
+    only once every row is read: a read that fails half way counts nothing twice."""
+    if tally.last_seq and _message_id(conn, tally.last_seq) != tally.anchor:
+        tally.start_over()
+    messages, newest = 0, tally.newest_event_seq
+    per_job: dict[str, int] = {}
+    if tally.last_seq == 0:  # everything: one pass over the (type, from_agent) index
+        messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+        rows = conn.execute(
+            "SELECT from_agent, count(*), max(seq) FROM messages WHERE type = ? "
+            "GROUP BY from_agent",
+            (JOB_EVENT,),
+        )
+        for job_id, count, last in rows:  # an event's from_agent is its job id
+            per_job[job_id] = int(count)
+            newest = max(newest, int(last))
+    else:  # only what came since: a range of the primary key
+        rows = conn.execute(
+            "SELECT seq, type, from_agent FROM messages WHERE seq > ? AND seq <= ?",
+            (tally.last_seq, top),
+        )
+        for seq, kind, job_id in rows:
+            messages += 1
+            if kind == JOB_EVENT:
+                per_job[job_id] = per_job.get(job_id, 0) + 1
+                newest = max(newest, int(seq))
+    for job_id, count in per_job.items():
+        tally.events_per_job[job_id] = tally.events_per_job.get(job_id, 0) + count
+    tally.messages += messages
+    tally.newest_event_seq = newest
+    tally.last_seq = top
+    tally.anchor = _message_id(conn, top) if top else None
+
+
+def _message_id(conn: sqlite3.Connection, seq: int) -> str | None:
+    row = conn.execute("SELECT id FROM messages WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _newest_event(conn: sqlite3.Connection, seq: int, state_dir: Path) -> NewestEvent | None:
+    """The event at ``seq`` (the newest recorded), or None when there is none."""
+    if not seq:
+        return None
     row = conn.execute(
-        "SELECT payload, payload_ref FROM messages "
-        "WHERE type = ? AND from_agent = ? AND ts_ms = ? ORDER BY seq DESC LIMIT 1",
-        (JOB_EVENT, newest_job, newest_ms),
+        "SELECT ts_ms, payload, payload_ref FROM messages WHERE seq = ?", (seq,)
     ).fetchone()
-    published = _published_ms(row[0], row[1], state_dir) if row else None
-    return events, NewestEvent(recorded_ms=newest_ms, published_ms=published)
+    if row is None:
+        return None
+    published = _published_ms(row[1], row[2], state_dir)
+    return NewestEvent(recorded_ms=int(row[0]), published_ms=published)
 
 
 def _published_ms(payload: str | None, payload_ref: str | None, state_dir: Path) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import socketserver
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from prometheus_client.metrics_core import Metric
 
 from app.settings import Settings
 from bus.errors import BusError
-from registry.live_stats import LiveStats, read_live_stats
+from registry.live_stats import EventTally, LiveStats, read_live_stats
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,10 @@ _LOOPBACK_NAMES = frozenset({LOOPBACK, "localhost"})
 
 class RegistryCollector:
     """A prometheus_client collector over one state dir, read on each ``collect``.
+
+    It keeps the event counts of its last read (``EventTally``: the bus is
+    append-only), so a scrape counts only the messages that came since; scrapes
+    take turns on it.
 
     ``on_error`` None: a failed read raises (the one-shot stdout mode turns it
     into one line and exit 1). Otherwise the error goes to ``on_error`` and the
@@ -52,11 +57,16 @@ class RegistryCollector:
         self.state_dir = state_dir
         self.busy_timeout_ms = busy_timeout_ms
         self.on_error = on_error
+        self._tally = EventTally()
+        self._turn = threading.Lock()
 
     def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         try:
-            stats = read_live_stats(self.state_dir, busy_timeout_ms=self.busy_timeout_ms)
+            with self._turn:
+                stats = read_live_stats(
+                    self.state_dir, busy_timeout_ms=self.busy_timeout_ms, tally=self._tally
+                )
         except BusError as exc:
             if self.on_error is None:
                 raise

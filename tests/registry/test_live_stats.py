@@ -17,7 +17,7 @@ from registry.activity import Observation
 from registry.errors import DuplicateEvent
 from registry.events import build_event
 from registry.jobs import Registry
-from registry.live_stats import NoStateDatabase, read_live_stats
+from registry.live_stats import EventTally, NoStateDatabase, read_live_stats
 from registry.sessions import SessionStore
 from registry.signing import sign
 
@@ -243,3 +243,42 @@ def test_a_bus_without_registry_tables_reads_as_empty(state_dir: Path) -> None:
     stats = read(state_dir)
     assert stats.jobs == {} and stats.events == {} and stats.bus_messages == 1
     assert stats.sessions == {"running": 0, "stopped": 0, "terminated": 0, "archived": 0}
+
+
+def test_a_kept_tally_counts_only_what_came_since_and_agrees_with_a_fresh_read(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The metrics server keeps an EventTally between scrapes: the second read counts
+    the messages after the first (a count the test plants in the tally survives, so
+    nothing was counted again) and agrees with a read from scratch."""
+    registry = Registry.open(state_dir)
+    first = running(registry, "claude", "working")
+    tally = EventTally()
+    read_live_stats(state_dir, busy_timeout_ms=200, tally=tally)
+    registry.publish(first, "progress", "more")
+    second = running(registry, "codex", "waiting")
+    registry.publish(second, "progress", "also")
+    registry.bus.publish(Outgoing(type="note", from_agent="me", payload={}))
+
+    tally.messages += 1000  # planted: a rescan would lose it
+    kept = read_live_stats(state_dir, busy_timeout_ms=200, tally=tally)
+    fresh = read(state_dir)
+
+    assert kept.bus_messages == fresh.bus_messages + 1000
+    assert kept.events == fresh.events == {"claude": 2, "codex": 2}
+    assert kept.newest_event == fresh.newest_event is not None
+    [(top,)] = raw(state_dir, "SELECT max(seq) FROM messages")
+    assert tally.last_seq == top
+
+    # Another database in its place (a state dir made again, as many messages or
+    # more): the tally starts over.
+    registry.db.close()
+    for name in ("state.db", "state.db-wal", "state.db-shm"):
+        (state_dir / name).unlink(missing_ok=True)
+    again = Registry.open(state_dir)
+    for _ in range(3):
+        running(again, "aider", "idle")
+    [(new_top,)] = raw(state_dir, "SELECT max(seq) FROM messages")
+    assert int(new_top) >= int(top)  # type: ignore[call-overload]
+    assert read_live_stats(state_dir, busy_timeout_ms=200, tally=tally).events == {"aider": 3}
+    assert tally.messages == read(state_dir).bus_messages
