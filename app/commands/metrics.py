@@ -11,6 +11,7 @@ writes the format, label escaping included: agent names are hostile text.
 from __future__ import annotations
 
 import logging
+import signal
 import socketserver
 import sys
 import threading
@@ -213,12 +214,17 @@ def metrics(settings: Settings, port: int | None) -> None:
     serve(registry, port)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _log_failure(error: BusError) -> None:
     log.error("scrape could not read the registry: %s", error)
 
 
 def serve(registry: CollectorRegistry, port: int) -> None:
-    """Serve ``registry`` on loopback until Ctrl-C or SIGTERM; say where on stderr."""
+    """Serve ``registry`` on loopback until Ctrl-C or SIGTERM (either ends it with exit
+    0, as a service manager stopping it expects); say where on stderr."""
     try:
         server = make_server(
             LOOPBACK, port, make_wsgi_app(registry), _ThreadingServer, handler_class=_QuietHandler
@@ -231,6 +237,7 @@ def serve(registry: CollectorRegistry, port: int) -> None:
         raise click.exceptions.Exit(1) from None
     bound = server.server_address[1]
     click.echo(f"orchestrate metrics: serving http://{LOOPBACK}:{bound}/metrics", err=True)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

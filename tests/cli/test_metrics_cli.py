@@ -242,9 +242,10 @@ class Server:
             assert response.headers["Content-Type"].startswith("text/plain")
             return parse(response.read().decode("utf-8"))[0]
 
-    def stop(self) -> None:
+    def stop(self) -> int:
+        """SIGTERM, as a service manager stops it; its exit status."""
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        return self.proc.wait(timeout=30)
 
 
 @pytest.fixture
@@ -252,7 +253,7 @@ def server(state_dir: Path) -> Iterator[Server]:
     fill(state_dir).db.close()
     running = Server(state_dir, "0")
     yield running
-    running.stop()
+    assert running.stop() == 0
 
 
 def test_serve_answers_each_scrape_with_fresh_numbers(state_dir: Path, server: Server) -> None:
