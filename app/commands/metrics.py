@@ -4,8 +4,9 @@ Without options it prints them once on stdout; ``--serve PORT`` serves them at
 ``http://127.0.0.1:PORT/metrics`` for a Prometheus to scrape. Both go through
 one prometheus_client collector that reads the registry afresh on every
 collection (``registry.live_stats``: read-only, one short snapshot), so a
-scrape is never stale and nothing is kept between scrapes. prometheus_client
-writes the format, label escaping included: agent names are hostile text.
+scrape is never stale; all it keeps between scrapes is the event counts of the
+append-only bus, to count only what came since. prometheus_client writes the
+format, label escaping included: agent names are hostile text.
 """
 
 from __future__ import annotations
