@@ -128,6 +128,7 @@ def test_a_full_build_killed_after_its_swap_is_redone_not_doubled(
     assert outputs(state_dir) == aggregate_lines(events)
 
 
+@pytest.mark.slow  # its build records the class archive too: ~80 s of CPU (test_class_archive.py)
 def test_local_cluster_gives_the_same_result(cluster_build: ClusterBuild, built: Path) -> None:
     """`--master local-cluster[2,1,1024]` runs the job on two separate executor JVMs
     (through the real CLI, so the suite's own session is untouched) and writes the same
