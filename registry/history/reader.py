@@ -92,6 +92,15 @@ class HourlyAggregate(NamedTuple):
         return out
 
 
+def empty_row(hour: datetime, agent: str, **fields: Any) -> dict[str, Any]:
+    """An hourly row as the build writes it, every count 0 and every percentile empty
+    but ``fields`` (fixtures and tests)."""
+    row: dict[str, Any] = {name: 0 for name in AGG_COLUMNS}
+    row |= {name: None for name in AGG_COLUMNS if name.endswith(("_p50", "_p95", "_rate"))}
+    row |= {f"{measure}_values": [] for measure in PERCENTILE_MEASURES}
+    return row | {"hour": hour, "agent": agent} | fields
+
+
 class UsageRow(NamedTuple):
     """The tokens of one agent and model in one hour; ``measured``: the agent's own
     usage record (else its own estimate, as Aider's)."""

@@ -227,3 +227,19 @@ def segments_from_lines(paths: HistoryPaths, lines: Iterable[str], *, per_segmen
             flush()
     flush()
     return written
+
+
+# Parquet segments are this many times smaller than the JSONL of the same messages
+# (measured on generated traffic); the JVM's options are planned by JSONL bytes.
+JSONL_BYTES_PER_SEGMENT_BYTE = 12
+
+
+def bytes_to_read(paths: HistoryPaths, full: bool) -> int:
+    """About how many bytes of JSONL the next build's read is worth (for choosing the
+    JVM's options before it starts): the segments after the last build's, or all."""
+    from registry.history.watermark import load_state
+
+    state = None if full else load_state(paths)
+    after = state.segments_seq if state is not None and state.input.startswith("segments") else 0
+    size = sum(s.path.stat().st_size for s in list_segments(paths) if s.last_seq > after)
+    return size * JSONL_BYTES_PER_SEGMENT_BYTE

@@ -98,7 +98,7 @@ def load_state(paths: HistoryPaths) -> BuildState | None:
         return None
     try:
         raw = json.loads(text)
-        if isinstance(raw, dict) and raw.get("version") != STATE_VERSION:
+        if isinstance(raw, dict) and raw.get("version", STATE_VERSION) != STATE_VERSION:
             return None  # an older layout: the next build is a full one
         return BuildState.from_dict(raw)
     except (ValueError, TypeError) as exc:

@@ -24,7 +24,9 @@ def hour(n: int) -> datetime:
 
 def picked(row: dict[str, Any]) -> dict[str, Any]:
     """The fields of a row that are not zero, empty or null (an error rate of 0 is kept)."""
-    return {k: v for k, v in row.items() if v not in (0, None, []) or v == 0.0 and k == "error_rate"}
+    return {
+        k: v for k, v in row.items() if v not in (0, None, []) or (v == 0.0 and k == "error_rate")
+    }
 
 
 # Worked out by hand from the docstring of day_of_agents.
