@@ -121,9 +121,9 @@ def measure(state_dir: Path) -> dict[str, list[float]]:
         "first load_history (pyarrow imports)": [first_ms],
         "load_history + build_charts (warm)": reads,
         "h (open) -> data loaded": opened[0],
-        "h (open) -> 3 charts drawn": opened[1],
+        "h (open) -> charts drawn": opened[1],
         "  of which plotext drawing the 3 charts": opened[2],
-        "h (open), read ahead -> 3 charts drawn": ahead[1],
+        "h (open), read ahead -> charts drawn": ahead[1],
         "push_screen, screen loads -> data loaded": pushed[0],
         "push_screen, screen loads -> charts drawn": pushed[1],
     }

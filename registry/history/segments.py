@@ -25,13 +25,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bus.messages import Bus
 from registry.history.facts import MALFORMED, Fact, fact_of_line, fact_of_message
 from registry.history.schema import FACT_COLUMNS, TOKEN_COLUMNS, HistoryPaths
+
+if TYPE_CHECKING:
+    from bus.messages import Bus
 
 READ_BATCH = 20_000
 ROW_GROUP = 128 * 1024

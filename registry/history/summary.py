@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from registry.activity import ACTIVITIES
@@ -103,14 +106,14 @@ def range_end(snapshot: HistorySnapshot) -> datetime | None:
 def in_range(
     snapshot: HistorySnapshot, hours: int | None
 ) -> tuple[datetime | None, datetime | None]:
-    """The first and last hour of the newest ``hours`` hours (None: all of it)."""
+    """The first and last hour of the newest ``hours`` hours (None: all of it), never
+    before the history's first hour (a day-old history's week is that day)."""
     last = range_end(snapshot)
     if last is None:
         return None, None
-    if hours is None:
-        first = min([row.hour for row in snapshot.rows] + [u.hour for u in snapshot.usage])
-        return first, last
-    return last - (hours - 1) * HOUR, last
+    hours_seen = [row.hour for row in snapshot.rows] + [u.hour for u in snapshot.usage]
+    first = min(hours_seen, default=last)
+    return (first if hours is None else max(first, last - (hours - 1) * HOUR)), last
 
 
 def summarize(
@@ -311,3 +314,19 @@ def to_csv(summary: RangeSummary) -> str:
 def _csv_safe(text: str) -> str:
     """An agent's name is data a spreadsheet may take for a formula: defuse it."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def write_csv(state_dir: Path, summary: RangeSummary, agent: str | None, hours: int) -> Path:
+    """Write ``to_csv(summary)`` to ``<state>/history/exports/``, named after the range,
+    the agent and the range's last hour; returns the file (replaced if it exists)."""
+    who = re.sub(r"[^A-Za-z0-9._-]+", "_", agent)[:40] if agent else "all-agents"
+    last = summary.last_hour.strftime("%Y%m%dT%H00Z") if summary.last_hour else "empty"
+    label = next((name for name, n in RANGES.items() if n == hours), f"{hours} h")
+    target = (
+        state_dir / "history" / "exports" / f"history-{label.replace(' ', '')}-{who}-{last}.csv"
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".csv.tmp")
+    tmp.write_text(to_csv(summary), encoding="utf-8")
+    os.replace(tmp, target)
+    return target
