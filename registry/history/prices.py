@@ -51,9 +51,15 @@ class PriceTable:
 
     prices: tuple[Price, ...]
     path: Path | None = None
+    _found: dict[tuple[str, str], Price | None] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )  # what each agent and model matched: a month of hours prices the same few pairs
 
     def price_of(self, agent: str, model: str) -> Price | None:
-        return next((p for p in self.prices if p.matches(agent, model)), None)
+        key = (agent, model)
+        if key not in self._found:
+            self._found[key] = next((p for p in self.prices if p.matches(agent, model)), None)
+        return self._found[key]
 
 
 def prices_path(state_dir: Path) -> Path:

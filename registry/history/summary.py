@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the reader imports pyarrow; this module stays light for the
 RANGES: dict[str, int] = {"24 h": 24, "7 d": 7 * 24, "30 d": 30 * 24}
 """The ranges a person picks from, in hours."""
 ALL_AGENTS = "all agents"
+_ACTIVITY_COLUMNS = tuple((activity, f"{activity}_ms") for activity in ACTIVITIES)
 HOUR = timedelta(hours=1)
 
 
@@ -58,8 +59,9 @@ class AgentSummary:
         self.errored += row.jobs_errored
         self.cancelled += row.jobs_cancelled
         self.retries += row.retries
-        for activity in ACTIVITIES:
-            self.activity_ms[activity] += getattr(row, f"{activity}_ms")
+        spent = self.activity_ms
+        for activity, column in _ACTIVITY_COLUMNS:
+            spent[activity] += getattr(row, column)
         self.asks += row.asks
         self.answered += row.answered
         self.response_values.extend(row.response_values)
