@@ -240,3 +240,45 @@ def test_an_aider_job_is_priced_by_aider(tmp_path: Path) -> None:
     cost = price_usage([UsageRow(**row)], load_prices(state_dir))
     assert (cost.tokens_estimated, cost.tokens_measured) == (777 + 11 + 798 + 3 + 825 + 5, 0)
     assert cost.usd_from_agents == pytest.approx(0.00244) and cost.usd_from_table == 0
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # a cold JVM in a child process: ~45 s here
+def test_a_day_of_claude_from_the_registry_to_history_show(
+    claude_job: tuple[Registry, str, dict[str, str]],
+) -> None:
+    """As a user: a Claude Code job ran (its activity and its transcript where Claude
+    writes it), `orchestrate history build` alone syncs the tokens, exports the bus
+    and builds; `history show` then says how long it waited and what it cost."""
+    import subprocess
+    import sys
+
+    from registry.activity import Observation
+
+    registry, job_id, env = claude_job
+    state_dir = registry.db.state_dir
+    registry.pick("c1")
+    registry.observe(job_id, Observation("working", "hook:claude:UserPromptSubmit"))
+    registry.observe(job_id, Observation("waiting", "hook:claude:PermissionRequest"))
+    registry.observe(job_id, Observation("working", "hook:claude:PostToolUse"))
+    registry.set_status(job_id, "completed")
+    registry.db.close()
+    run_env = {**os.environ, **env}
+    base = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "history"]
+    small = ["--master", "local[1]", "--driver-memory", "512m", "--no-class-archive"]
+    built = subprocess.run([*base, "build", *small], env=run_env, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "history: usage: 3 new model messages from 1 agent transcript" in built.stderr
+    shown = subprocess.run([*base, "show", "--json"], env=run_env, capture_output=True, text=True)
+    snapshot = json.loads(shown.stdout)
+    (row,) = snapshot["rows"]
+    assert (row["agent"], row["jobs_completed"], row["asks"], row["answered"]) == (
+        "claude",
+        1,
+        1,
+        1,
+    )
+    (usage,) = snapshot["usage"]
+    assert {k: usage[f"{k}_tokens"] for k in HAND_TOKENS} == HAND_TOKENS
+    table = subprocess.run([*base, "show"], env=run_env, capture_output=True, text=True)
+    assert "≈$0.11" in table.stdout  # the hand-computed $0.105741, at the default prices
