@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from history_app import HistoryApp, open_history
 from history_fixture import FIRST_HOUR, aggregate_rows, write_history
+from rich.text import Text
+from textual.command import CommandList
 from textual.geometry import Region
 from textual.widgets import LoadingIndicator, Log, Static, Tabs
 from tui_helpers import notices, wait_until
@@ -226,8 +228,17 @@ async def test_rebuild_from_the_palette(
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         await pilot.press("ctrl+p", *"rebuild")
-        await pilot.pause(0.3)
+
+        def first_hit() -> str:
+            found = app.screen.query(CommandList)
+            if not found or not found.first().option_count:
+                return ""
+            return str(found.first().get_option_at_index(0).prompt)
+
+        await wait_until(pilot, lambda: "Rebuild history" in first_hit(), "the palette's hit")
         await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.building, "the build to start")
+        await wait_until(pilot, lambda: not screen.building, "the build to finish")
         await wait_until(pilot, lambda: charts_shown(screen), "the charts after a rebuild")
 
 
@@ -579,3 +590,33 @@ async def test_e_exports_the_table_as_csv(make_app: AppFactory, state_dir: Path)
         await pilot.press("a", "e")
         await wait_until(pilot, lambda: screen.exported != path, "the agent's CSV")
         assert screen.exported and screen.exported.name.startswith("history-24h-claude-")
+
+
+async def test_a_hostile_agent_name_is_shown_as_text(make_app: AppFactory, state_dir: Path) -> None:
+    """An agent's name is data: markup and escapes in it are shown, never obeyed, in
+    the charts, the table, the CSV (a formula-looking name is defused) and its file
+    name (only safe characters)."""
+    import csv
+
+    evil = "=[b]bold[/b]\x1b]0;owned\x07"
+    rows = [{**row, "agent": evil} for row in aggregate_rows(days=1, agents=1)]
+    write_history(state_dir, days=1, rows=rows, with_usage=False)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        table = screen.query_one(AgentsTable)
+        shown = table.get_row_at(0)[0]
+        assert isinstance(shown, Text) and "[b]bold[/b]" in shown.plain
+        assert "\x1b" not in shown.plain and "\x07" not in shown.plain
+        assert screen.states is not None and screen.states.categories == (evil,)
+        chart = screen.query_one("#states", HistoryChart)
+        width, height = chart.size
+        drawn = "\n".join(s.text for s in chart.render_lines(Region(0, 0, width, height)))
+        assert "\x1b" not in drawn
+        await pilot.press("a", "e")
+        await wait_until(pilot, lambda: screen.exported is not None, "the CSV")
+        path = screen.exported
+        assert path is not None and path.parent == state_dir / "history" / "exports"
+        assert path.name.startswith("history-24h-_b_bold_b_0_owned_-")
+        (first, _total) = list(csv.DictReader(path.open()))
+        assert first["agent"] == "'" + evil
