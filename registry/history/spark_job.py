@@ -1,12 +1,14 @@
-"""The Spark job: bus JSONL export -> facts parquet (by date) -> hourly aggregates.
+"""The Spark job: facts -> hourly aggregates, usage and restart markers.
 
-It and ``spark_session`` (which starts and stops the session) are the only modules
-of orchestrate that import pyspark. Facts are appended per
-build (only lines after the watermark). Aggregates are never merged number by
-number: a full build recomputes them from all facts, an incremental one
-recomputes the hours the new facts touch from every fact of the jobs seen in
-those hours, so a job that starts in one build and ends in the next is
-measured exactly as in a full rebuild. See ``registry.history.schema`` for
+The facts are the bus's parquet segments (``registry.history.segments``, the
+default: read as typed columns), or facts Spark parses from a JSONL export and
+writes by date. It and ``spark_session`` (which starts and stops the session) are
+the only modules of orchestrate that import pyspark. Facts are appended per build
+(only what is past the watermark). Aggregates are never merged number by number:
+a full build recomputes them from all facts, an incremental one recomputes every
+hour from the first one the new facts (or a job still running) can change, from
+every fact of the jobs active since, so a job that starts in one build and ends in
+the next, or waits across builds, is measured exactly as in a full rebuild. See ``registry.history.schema`` for
 what every aggregate means; the pyarrow scans and writes around the Spark
 work are in ``registry.history.arrow_io``.
 """
