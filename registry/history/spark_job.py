@@ -8,9 +8,9 @@ the only modules of orchestrate that import pyspark. Facts are appended per buil
 a full build recomputes them from all facts, an incremental one recomputes every
 hour from the first one the new facts (or a job still running) can change, from
 every fact of the jobs active since, so a job that starts in one build and ends in
-the next, or waits across builds, is measured exactly as in a full rebuild. See ``registry.history.schema`` for
-what every aggregate means; the pyarrow scans and writes around the Spark
-work are in ``registry.history.arrow_io``.
+the next, or waits across builds, is measured exactly as in a full rebuild. See
+``registry.history.schema`` for what every aggregate means; the pyarrow scans and
+writes around the Spark work are in ``registry.history.arrow_io``.
 """
 
 from __future__ import annotations
