@@ -376,6 +376,16 @@ FROM grouped
 """
 
 
+AGGREGATE_STEPS = ("coded", "timed", "changed", "bounded", "elements", "grouped")
+
+
+def aggregate_step(facts: DataFrame, cutoff_ms: int, step: str) -> DataFrame:
+    """The aggregation up to one of its AGGREGATE_STEPS (bench/history.py times each)."""
+    query = AGGREGATE_SQL.replace("{cutoff}", str(int(cutoff_ms)))
+    query = query[: query.rindex("SELECT *, timestamp_millis")] + f"SELECT * FROM {step}"
+    return facts.sparkSession.sql(query, facts=facts)
+
+
 def aggregate(facts: DataFrame, cutoff_ms: int) -> DataFrame:
     """Hourly per-agent aggregates, usage, restart markers and open jobs from the facts
     of whole jobs (definitions in schema.py), with jobs still running counted up to

@@ -16,7 +16,7 @@ from history_fixture import FIRST_HOUR, aggregate_rows, write_history
 from rich.text import Text
 from textual.command import CommandList
 from textual.geometry import Region
-from textual.widgets import LoadingIndicator, Log, Static, Tabs
+from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
@@ -27,6 +27,7 @@ from app.tui.screens.main import MainScreen
 from app.tui.widgets.agents_table import AgentsTable
 from app.tui.widgets.build_panel import BuildPanel, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
+from app.tui.widgets.range_picker import RangePicker
 from registry.history.reader import empty_row, history_version
 
 SIZE = (120, 40)
@@ -80,8 +81,8 @@ async def test_charts_show_the_fixture(make_app: AppFactory, state_dir: Path) ->
         assert f"{done} done" in totals and "│ 2 restarts" in totals  # both at 03-02 13:00
         assert "tokens (measured)" in totals and "(estimated)" in totals
         table = screen.query_one(AgentsTable)
-        assert table.row_count == 4  # three agents and all of them
-        assert str(table.get_row_at(3)[0]) == "all agents" and table.get_row_at(3)[1] == str(done)
+        assert len(table.rows) == 4  # three agents and all of them
+        assert str(table.rows[3][0]) == "all agents" and table.rows[3][1] == str(done)
 
 
 async def test_the_job_keys_are_off_on_the_history_screen(
@@ -128,7 +129,7 @@ async def test_agent_filter_cycles(make_app: AppFactory, state_dir: Path) -> Non
         assert screen.throughput and [s.label for s in screen.throughput.series] == ["claude"]
         assert screen.states and screen.states.categories == ("claude",)
         assert "agent claude" in str(screen.query_one("#history-title", Static).render())
-        assert screen.query_one(AgentsTable).row_count == 1
+        assert len(screen.query_one(AgentsTable).rows) == 1
         await pilot.press("a", "a")
         assert screen.agent is None
         assert screen.throughput and len(screen.throughput.series) == 2
@@ -547,25 +548,29 @@ async def test_an_agent_without_runs_draws_no_negative_axis(
 
 
 async def test_the_range_picker_and_its_key(make_app: AppFactory, state_dir: Path) -> None:
-    """`r` goes 24 h → 7 d → 30 d → 24 h, and so does clicking a tab; each range has
+    """`r` goes 24 h → 7 d → 30 d → 24 h, and a click on a label picks it; each range has
     its own buckets (hours, 6 h, days); a history shorter than the range is shown
     whole (two days here), not as an empty week."""
     write_history(state_dir)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
-        tabs = screen.query_one("#history-range", Tabs)
+        picker = screen.query_one(RangePicker)
         await pilot.press("r")
-        assert screen.range_hours == 168 and tabs.active == "range-168h"
+        assert screen.range_hours == 168 and picker.hours == 168
         assert screen.throughput is not None and screen.throughput.hours == 48
         assert "Jobs completed per 6 h" in screen.throughput.title
         assert screen.throughput.markers == (9.0, 37.0)  # both restarts in the week
         await pilot.press("r")
         assert screen.range_hours == 720 and "per 24 h" in screen.throughput.title
         await pilot.press("r")
-        assert screen.range_hours == 24
-        await pilot.click("#range-168h")
-        await wait_until(pilot, lambda: screen.range_hours == 168, "the 7 d tab")
+        assert screen.range_hours == 24 and picker.hours == 24
+        first, _last, hours = picker._spans[1]  # " 7 d "
+        await pilot.click(RangePicker, offset=(first + 2, 0))
+        await wait_until(pilot, lambda: screen.range_hours == 168 == hours, "the 7 d label")
+        await pilot.click(RangePicker, offset=(1, 0))  # "range": not a label
+        await pilot.pause()
+        assert screen.range_hours == 168
 
 
 async def test_e_exports_the_table_as_csv(make_app: AppFactory, state_dir: Path) -> None:
@@ -605,7 +610,7 @@ async def test_a_hostile_agent_name_is_shown_as_text(make_app: AppFactory, state
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         table = screen.query_one(AgentsTable)
-        shown = table.get_row_at(0)[0]
+        shown = table.rows[0][0]
         assert isinstance(shown, Text) and "[b]bold[/b]" in shown.plain
         assert "\x1b" not in shown.plain and "\x07" not in shown.plain
         assert screen.states is not None and screen.states.categories == (evil,)

@@ -18,14 +18,14 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tab, Tabs
+from textual.widgets import Footer, Static
 from textual.worker import Worker
 
 from app.settings import find_state_dir
 from app.tui.commands import BACK
 from app.tui.safe_text import as_text
 from app.tui.screens.history_commands import HistoryCommands
-from app.tui.screens.history_layout import chart_data, chart_sizes, range_tab_id
+from app.tui.screens.history_layout import chart_data, chart_sizes
 from app.tui.screens.history_text import title_text, totals_content, when
 from app.tui.widgets.agents_table import AgentsTable
 from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
@@ -39,6 +39,7 @@ from app.tui.widgets.history_charts import (
     draw_chart,
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme
+from app.tui.widgets.range_picker import RangePicker
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.prices import BadPrices, PriceTable, load_prices
 from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
@@ -70,11 +71,9 @@ class HistoryScreen(Screen[None]):
     }
     HistoryScreen #history-notice.-shown { display: block; }
     HistoryScreen #history-notice.-error { border: round $error; color: $text-error; }
-    HistoryScreen #history-range { height: 2; }
     HistoryScreen #charts { height: 1fr; }
     HistoryScreen #charts.-hidden { display: none; }
     HistoryScreen #charts-top, HistoryScreen #charts-bottom { height: 1fr; }
-    HistoryScreen #agents-table { height: 7; }
     """
 
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
@@ -171,8 +170,7 @@ class HistoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("[b]History[/b]", id="history-title")
-        yield Tabs(*[Tab(label, id=range_tab_id(hours)) for label, hours in RANGES.items()],
-                   active=range_tab_id(self.range_hours), id="history-range")  # fmt: skip
+        yield RangePicker(RANGES, self.range_hours, id="history-range")
         yield Static("", id="history-totals")
         with Vertical(id="history-body"):
             yield Static("", id="history-notice")
@@ -389,9 +387,7 @@ class HistoryScreen(Screen[None]):
         self._recompute()
 
     def watch_range_hours(self, hours: int) -> None:
-        tabs = self.query_one("#history-range", Tabs)
-        if tabs.active != range_tab_id(hours):
-            tabs.active = range_tab_id(hours)
+        self.query_one(RangePicker).hours = hours
         self._recompute()
 
     def _recompute(self) -> None:
@@ -400,11 +396,9 @@ class HistoryScreen(Screen[None]):
             table, error = self._prices
             self.charts = build_charts(self.snapshot, self.agent, self.range_hours, table, error)
 
-    @on(Tabs.TabActivated, "#history-range")
-    def _range_picked(self, event: Tabs.TabActivated) -> None:
-        hours = next((h for h in RANGES.values() if range_tab_id(h) == event.tab.id), None)
-        if hours is not None:
-            self.range_hours = hours
+    @on(RangePicker.Picked)
+    def _range_picked(self, event: RangePicker.Picked) -> None:
+        self.range_hours = event.hours
 
     def action_cycle_range(self) -> None:
         """24 hours → 7 days → 30 days → 24 hours."""

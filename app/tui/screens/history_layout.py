@@ -6,15 +6,10 @@ from textual.geometry import Size
 
 from app.tui.widgets.history_charts import ChartData, HistoryCharts
 
-# Lines the History screen gives to what is not a chart: title, range picker (2),
+# Lines the History screen gives to what is not a chart: title, range picker,
 # totals, the per-agent table (AGENTS_TABLE_HEIGHT) and the footer.
 AGENTS_TABLE_HEIGHT = 7
-NOT_CHARTS = 1 + 2 + 1 + AGENTS_TABLE_HEIGHT + 1
-
-
-def range_tab_id(hours: int) -> str:
-    """The id of the range picker's tab for ``hours``."""
-    return f"range-{hours}h"
+NOT_CHARTS = 1 + 1 + 1 + AGENTS_TABLE_HEIGHT + 1
 
 
 def chart_sizes(screen: Size) -> dict[str, Size]:
