@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import jobs_table, notices, wait_notice, wait_until
+from live_helpers import jobs_table, notices, status_of, wait_notice, wait_until
 from test_end_to_end import TuiPane, watch_env
 
 from app.settings import Settings
@@ -46,6 +46,11 @@ def cell(app: ControlRoomApp, job_id: str, column: int) -> str:
     return str(jobs_table(app).get_row(job_id)[column])
 
 
+def state(app: ControlRoomApp, job_id: str) -> str:
+    """The state word of the job's row (its glyph left out)."""
+    return cell(app, job_id, 1).split()[-1]
+
+
 def agent_panes(orch: Any) -> dict[str, str]:
     """Job id -> pane id of every agent pane on the test's tmux server."""
     return dict(orch.panes_by_job())
@@ -68,7 +73,7 @@ async def test_after_tmux_is_killed_watch_lists_interrupted_jobs_and_R_brings_th
         assert "R resumes them all" in " ".join(notices(app))
         for job in jobs:
             await wait_until(
-                pilot, lambda job=job: cell(app, job.job_id, 1) == "interrupted", "the status"
+                pilot, lambda job=job: state(app, job.job_id) == "interrupted", "the status"
             )
             assert "its tmux server is gone" in cell(app, job.job_id, -1)
         await wait_until(pilot, lambda: "interrupted 2" in header(app), "the header count")
@@ -78,7 +83,12 @@ async def test_after_tmux_is_killed_watch_lists_interrupted_jobs_and_R_brings_th
         await wait_until(pilot, lambda: "interrupted" not in header(app), "the count to go")
         for job in jobs:
             await wait_until(
-                pilot, lambda job=job: cell(app, job.job_id, 1) == "running", "running again"
+                pilot,
+                lambda job=job: (
+                    status_of(app, job.job_id) == "running"
+                    and state(app, job.job_id) != "interrupted"
+                ),
+                "running again",
             )
     panes = agent_panes(orch)
     assert sorted(panes) == sorted(job.job_id for job in jobs)
