@@ -47,6 +47,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "review": "app.commands.review:review",
     "gc": "app.commands.gc:gc",
     "status": "app.commands.status:status",
+    "metrics": "app.commands.metrics:metrics",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

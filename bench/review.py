@@ -9,19 +9,29 @@ all. Every case reads the same diff (merge base -> the work tree as it is):
 
 * git diff: `git diff <merge-base>` in the job's work tree, output read through a
   pipe: what a person would type, and the yardstick (goal: review <= 1.5x it).
+* by hand: the same facts as `review show` from git by hand, one command after
+  the other: `git merge-base`, `git diff`, `git status` (uncommitted and untracked
+  files), `git log base..HEAD` (the commits).
+* our git diff: the one `git diff -z --raw --patch` that review show runs.
 * review show (in process): `read_review_diff`, what `review show` and the
-  Review screen read: a snapshot of the tree through a copy of its index, the
-  merge base, one `git diff --raw --numstat --patch` parsed per file, the commits.
+  Review screen read: the diff, the tree's status, the tips and the commits
+  (with their boundary: the merge base), four git processes at once, parsed.
 * review show (CLI): `orchestrate review show JOB > pipe`, a whole process
-  (Python start and imports included).
+  (Python start and imports included); `orchestrate --version` is that floor.
 * Review screen: a headless Textual app (120x40) pushes the Review screen; from
   the push to the first frame drawn with the diff in it (read in a worker, laid
   out with `DiffDocument.build`, only the visible lines rendered). The same on a
-  2-line diff shows what the diff's size costs; an empty screen pushed by the
-  same app is Textual's own floor.
+  2-line diff shows what the diff's size costs; the same screen on the 2-line
+  diff with its read done beforehand (no git) is this screen's own floor in
+  Textual (compose, CSS, layout, the footer, first frame); an empty screen pushed
+  by the same app is Textual's floor for any screen. The merge outlook, which the
+  screen asks for once the diff is drawn, is left out of these (it would run
+  beside the timed frame).
 
 Wall times grow with the machine's load (shared cores); CPU times (this process
-and its git children, from getrusage) much less, so both are shown.
+and its git children, from getrusage) much less, so both are shown. The cases
+run interleaved, one run of each per round (the screen cases in their own
+rounds), so a change of load hits them all alike.
 
 Each case runs `--runs` times after one warm-up; the table shows medians and p90.
 """
@@ -43,6 +53,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.screen import Screen
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -110,44 +121,44 @@ def cpu_now() -> float:
 Samples = tuple[list[float], list[float]]  # (wall seconds, cpu seconds) per run
 
 
-def timed(function: Callable[[], object], runs: int) -> Samples:
-    function()  # warm-up: page cache, imports
-    walls, cpus = [], []
-    for _ in range(runs):
-        cpu, start = cpu_now(), time.perf_counter()
-        function()
-        walls.append(time.perf_counter() - start)
-        cpus.append(cpu_now() - cpu)
-    return walls, cpus
+def interleaved(cases: dict[str, Callable[[], object]], runs: int) -> dict[str, Samples]:
+    """Each case once per round, in a rotating order, after one warm-up round."""
+    names = list(cases)
+    for name in names:
+        cases[name]()
+    samples: dict[str, Samples] = {name: ([], []) for name in names}
+    for round_number in range(runs):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            cpu, start = cpu_now(), time.perf_counter()
+            cases[name]()
+            samples[name][0].append(time.perf_counter() - start)
+            samples[name][1].append(cpu_now() - cpu)
+    return samples
 
 
-async def screen_open(state_dir: Path, job_id: str, runs: int) -> tuple[Samples, Samples]:
-    """(Review screen: push -> first frame with the diff, empty screen: push -> frame)."""
+async def screen_open(
+    cases: dict[str, Callable[[], Screen[None]]], runs: int
+) -> dict[str, Samples]:
+    """Push each case's screen once per round (rotating), timed from the push to the
+    first frame drawn with its content; the first round is the warm-up."""
     from textual.app import App
-    from textual.screen import Screen
 
-    from app.review.flow import ReviewFlow
-    from app.review.service import ReviewService
-    from app.settings import Settings
     from app.tui.screens.review import ReviewScreen
-
-    service = ReviewService(lambda: ReviewFlow(Settings(state_dir=state_dir)))
-    service.flow.reviews.get(job_id)  # open the registry first, as a running control room has
 
     class Bench(App[None]):
         pass
 
-    review_times: Samples = ([], [])
-    empty_times: Samples = ([], [])
+    samples: dict[str, Samples] = {name: ([], []) for name in cases}
+    names = list(cases)
     app = Bench()
     async with app.run_test(size=SIZE) as pilot:
         for attempt in range(runs + 1):
-            for kind in ("review", "empty"):
+            shift = attempt % len(names)
+            for name in names[shift:] + names[:shift]:
                 drawn = asyncio.Event()
                 cpu, start = cpu_now(), time.perf_counter()
-                screen: Screen[None] = (
-                    ReviewScreen(service, job_id) if kind == "review" else Screen()
-                )
+                screen = cases[name]()
                 await app.push_screen(screen)
                 if isinstance(screen, ReviewScreen):
                     while screen.reads == 0:
@@ -155,14 +166,13 @@ async def screen_open(state_dir: Path, job_id: str, runs: int) -> tuple[Samples,
                 app.call_after_refresh(drawn.set)
                 await drawn.wait()
                 elapsed, used = time.perf_counter() - start, cpu_now() - cpu
-                if attempt:  # the first round is the warm-up
-                    walls, cpus = review_times if kind == "review" else empty_times
-                    walls.append(elapsed)
-                    cpus.append(used)
+                if attempt:
+                    samples[name][0].append(elapsed)
+                    samples[name][1].append(used)
                 await app.pop_screen()
                 await pilot.pause()
                 await wait_workers(app)
-    return review_times, empty_times
+    return samples
 
 
 async def wait_workers(app: App[None]) -> None:
@@ -194,10 +204,15 @@ def main() -> None:
         os.environ["GIT_CONFIG_GLOBAL"] = str(Path(scratch) / "no-gitconfig")
         state_dir, (job_id, small_id), tree = build(Path(scratch), args.lines, args.files)
 
-        from app.git.runner import run_git
+        from textual.screen import Screen
+
+        from app.git.diff import DIFF_OPTIONS
         from app.review.diffs import read_review_diff
         from app.review.flow import ReviewFlow
+        from app.review.outlook import Outlook
+        from app.review.service import ReviewRead, ReviewService
         from app.settings import Settings
+        from app.tui.screens.review import ReviewScreen
 
         flow = ReviewFlow(Settings(state_dir=state_dir))
         review = flow.reviews.get(job_id)
@@ -205,47 +220,89 @@ def main() -> None:
         merge_base = found.merge_base
         patch_lines = found.diff.patch.count(b"\n")
 
-        def plain_git_diff() -> object:
-            return subprocess.run(
-                ["git", "diff", merge_base], cwd=tree, capture_output=True, check=True
-            ).stdout
+        def git(*argv: str) -> bytes:
+            return subprocess.run(["git", *argv], cwd=tree, capture_output=True, check=True).stdout
 
-        def our_git_call() -> object:
-            return run_git(
-                ["diff", "-z", "--raw", "--numstat", "--patch", merge_base, "--"], tree
-            ).stdout
+        def by_hand() -> None:
+            start = git("merge-base", "main", "HEAD").decode().strip()
+            git("diff", start)
+            git("status", "--porcelain")
+            git("log", "--oneline", "main..HEAD")
 
-        git_plain = timed(plain_git_diff, args.runs)
-        yardstick = git_plain
-        git_ours = timed(our_git_call, args.runs)
-        in_process = timed(lambda: read_review_diff(review), args.runs)
         cli_env = {**os.environ, "ORCHESTRATE_HOME": str(state_dir)}
-        cli = timed(
-            lambda: subprocess.run(
-                [sys.executable, "-m", "app", "review", "show", job_id],
-                capture_output=True,
-                check=True,
-                env=cli_env,
-            ),
+
+        def cli(*argv: str) -> Callable[[], object]:
+            return lambda: subprocess.run(
+                [sys.executable, "-m", "app", *argv], capture_output=True, check=True, env=cli_env
+            )
+
+        reads = interleaved(
+            {
+                "git": lambda: git("diff", merge_base),
+                "by hand": by_hand,
+                "ours": lambda: git(
+                    "diff", "-z", "--raw", "--patch", *DIFF_OPTIONS, "--merge-base", "main", "--"
+                ),
+                "in process": lambda: read_review_diff(review),
+            },
+            args.runs,
+        )
+        clis = interleaved(
+            {"review show": cli("review", "show", job_id), "version": cli("--version")},
             max(3, args.runs // 3),
         )
-        screen, empty = asyncio.run(screen_open(state_dir, job_id, args.runs))
-        small_screen, _ = asyncio.run(screen_open(state_dir, small_id, args.runs))
+
+        class DiffOnly(ReviewService):
+            """The screen's diff alone: the merge outlook, which it asks for once the
+            diff is drawn (every live job's tree snapshotted and merged), would
+            otherwise run on the other core during the timed frame."""
+
+            def outlook(self, job_id: str) -> Outlook | None:
+                return None
+
+        service = DiffOnly(lambda: ReviewFlow(Settings(state_dir=state_dir)))
+        service.flow.reviews.get(job_id)  # the registry open, as in a running control room
+        small_read = service.read(small_id)
+
+        class ReadBefore(DiffOnly):
+            """The 2-line review, read once beforehand: the screen without git."""
+
+            def read(self, job_id: str) -> ReviewRead:
+                return small_read
+
+        instant = ReadBefore(lambda: service.flow)
+        screens = asyncio.run(
+            screen_open(
+                {
+                    "review": lambda: ReviewScreen(service, job_id),
+                    "small": lambda: ReviewScreen(service, small_id),
+                    "floor": lambda: ReviewScreen(instant, small_id),
+                    "empty": lambda: Screen(),
+                },
+                args.runs,
+            )
+        )
 
     print(f"\nreview of a {patch_lines:,}-line diff ({len(found.diff.files)} files, "
           f"last one uncommitted); medians of {args.runs} runs\n")  # fmt: skip
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} cores: wall times grow with it, CPU less")
-    print(f"{'case':<44} {'wall ms':>8} {'p90 ms':>8} {'vs git':>8} {'cpu ms':>8} {'vs git':>8}")
-    print(row("git diff <merge-base> (in the work tree)", git_plain, yardstick, "the yardstick"))
-    print(row("git diff -z --raw --numstat --patch", git_ours, yardstick, "our one git call"))
-    print(row("review show, in process (read_review_diff)", in_process, yardstick, "goal <= 1.5x"))
-    print(
-        row("orchestrate review show (whole CLI process)", cli, yardstick, "Python start included")
-    )
-    print(row("Review screen: push -> diff drawn", screen, yardstick, "goal <= 1.5x"))
-    print(row("  same, on a 2-line diff", small_screen, yardstick, "what the size costs"))
-    print(row("  empty screen: push -> drawn", empty, yardstick, "Textual's own floor"))
+    print(f"{'case':<46} {'wall ms':>8} {'p90 ms':>8} {'vs git':>8} {'cpu ms':>8} {'vs git':>8}")
+    yardstick = reads["git"]
+    rows = [
+        ("git diff <merge-base> (in the work tree)", reads["git"], "the yardstick"),
+        ("by hand: merge-base, diff, status, log", reads["by hand"], "the same facts"),
+        ("git diff -z --raw --patch --merge-base", reads["ours"], "our one git diff"),
+        ("review show, in process (read_review_diff)", reads["in process"], "goal <= 1.5x"),
+        ("orchestrate review show (whole CLI process)", clis["review show"], "Python included"),
+        ("  orchestrate --version", clis["version"], "its start alone"),
+        ("Review screen: push -> diff drawn", screens["review"], "goal <= 1.5x"),
+        ("  same, on a 2-line diff", screens["small"], "what the size costs"),
+        ("  same screen, 2 lines read beforehand", screens["floor"], "the screen's floor"),
+        ("  empty screen: push -> drawn", screens["empty"], "Textual's own floor"),
+    ]
+    for name, samples, note in rows:
+        print(row(name, samples, yardstick, note))
 
 
 if __name__ == "__main__":

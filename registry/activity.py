@@ -252,3 +252,15 @@ def observation_of(
         return Observation.from_data({**(data or {}), "activity": activity, "source": source})
     except InvalidJobInput:
         return None
+
+
+INTERRUPTED_WHY: Final = "its agent pane is gone"
+"""Said of an interrupted job whose record holds no reason (an older release's)."""
+
+
+def interruption(activity: str | None, data: Mapping[str, Any] | None) -> str | None:
+    """Why a running job is ``interrupted`` (its pane gone: a reboot, tmux killed), as
+    the supervisor recorded it; None when the job is not interrupted."""
+    if activity != "interrupted":
+        return None
+    return clean_text((data or {}).get("question")) or INTERRUPTED_WHY

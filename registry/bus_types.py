@@ -30,6 +30,9 @@ JOB_FLAG: Final = "job.flag"
 JOB_DECISION: Final = "job.decision"
 """The control room's answer to a permission request, which a waiting agent hook
 obeys (written and read by ``app``): a forged one would approve a command."""
+JOB_USAGE: Final = "job.usage"
+"""The tokens of one model message of a job's agent, read from its transcript
+(``registry.usage``); the history sums them."""
 SESSION_STATUS: Final = "session.status"
 QUEUE_NUDGE: Final = "queue.nudge"
 CONTROL_STARTED: Final = "control.started"

@@ -237,6 +237,21 @@ class Registry(JobStore):
         ).fetchone()
         return row is not None
 
+    def running_since_ms(self, job_ids: Iterable[str]) -> dict[str, int]:
+        """When each job last moved to running (its current attempt), to the millisecond
+        (``claimed_at`` has whole seconds); jobs never running are left out."""
+        wanted = list(job_ids)
+        since: dict[str, int] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self.db.conn.execute(
+                "SELECT job_id, MAX(at_ms) FROM job_transitions WHERE to_status = 'running' "
+                f"AND job_id IN ({','.join('?' * len(chunk))}) GROUP BY job_id",
+                chunk,
+            ).fetchall()
+            since.update({str(job_id): int(at_ms) for job_id, at_ms in rows})
+        return since
+
     def activity_history(self, job_id: str) -> builtins.list[activities.ActivityChange]:
         """The job's recorded activity changes, oldest first."""
         self.get(job_id)

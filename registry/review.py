@@ -70,7 +70,9 @@ CREATE TABLE IF NOT EXISTS review_transitions (
 );
 CREATE INDEX IF NOT EXISTS idx_review_transitions_job ON review_transitions(job_id, id);
 """
-MIGRATIONS: list[str] = [_V1]
+# Where the base was when the branch was merged into it: the merged diff is onto..merged.
+_V2 = "ALTER TABLE reviews ADD COLUMN merged_onto TEXT;"
+MIGRATIONS: list[str] = [_V1, _V2]
 
 
 class ReviewNotFound(RegistryError):
@@ -138,6 +140,7 @@ class Review:
     conflicts: tuple[str, ...] = ()
     merge_mode: str | None = None
     merged_commit: str | None = None
+    merged_onto: str | None = None  # the base's commit the merge was made on
     discarded: bool = False
     removed_at: str | None = None
     removed_at_ms: int | None = None
@@ -163,9 +166,19 @@ class Review:
             "conflicts": list(self.conflicts),
             "merge_mode": self.merge_mode,
             "merged_commit": self.merged_commit,
+            "merged_onto": self.merged_onto,
             "discarded": self.discarded,
             "removed_at": self.removed_at,
         }
+
+
+@dataclass(frozen=True)
+class ReviewStamp:
+    """What changes when a review moves or is updated (``own``), and when any review
+    moves (``moves``: another job merged, so the base this one merges into moved)."""
+
+    own: tuple[Any, ...]
+    moves: int
 
 
 @dataclass(frozen=True)
@@ -200,6 +213,7 @@ def _review(row: sqlite3.Row) -> Review:
         conflicts=conflicts,
         merge_mode=row["merge_mode"],
         merged_commit=row["merged_commit"],
+        merged_onto=row["merged_onto"],
         discarded=bool(row["discarded"]),
         removed_at=row["removed_at"],
         removed_at_ms=row["removed_at_ms"],
@@ -298,11 +312,35 @@ class ReviewStore:
         rows = self._read(sql + " ORDER BY created_at, rowid", params)
         return [_review(row) for row in rows]
 
+    def states_of(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The review state of each of these jobs that has one (the jobs table's rows)."""
+        found: dict[str, str] = {}
+        ids = list(job_ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._read(
+                f"SELECT job_id, state FROM reviews WHERE job_id IN ({marks})", chunk
+            ):
+                found[row[0]] = row[1]
+        return found
+
     def count(self, state: str) -> int:
         """How many reviews are in ``state`` (the header's "in review")."""
         states.WORKER.require_state(state)
         rows = self._read("SELECT COUNT(*) FROM reviews WHERE state = ?", (state,))
         return int(rows[0][0])
+
+    def stamp(self, job_id: str) -> ReviewStamp:
+        """The review's stamp, in one indexed read (a screen showing it polls this)."""
+        rows = self._read(
+            "SELECT state, updated_at_ms, conflicts, removed_at_ms, "
+            "(SELECT MAX(id) FROM review_transitions) FROM reviews WHERE job_id = ?",
+            (job_id,),
+        )
+        if not rows:
+            raise ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
+        return ReviewStamp(tuple(rows[0])[:4], int(rows[0][4] or 0))
 
     def history(self, job_id: str) -> builtins.list[states.StateChange]:
         """The review's recorded transitions, oldest first."""
@@ -357,12 +395,13 @@ class ReviewStore:
         at_ms: int | None = None,
         expect: Sequence[str] | None = None,
         summary: ReviewSummary | None = None,
-        merged: tuple[str, str] | None = None,
+        merged: tuple[str, str, str] | None = None,
     ) -> Review:
         """Apply the WORKER machine's ``transition`` (IllegalTransition if it does not
         apply). ``expect``: the states the caller saw, so a move raced by another
         process is refused rather than applied to a state nobody looked at.
-        ``summary`` is what IN_REVIEW shows; ``merged`` is (mode, commit) for COMPLETED.
+        ``summary`` is what IN_REVIEW shows; ``merged`` is (mode, commit, the base's
+        commit it was merged onto) for COMPLETED.
         ``at_ms`` dates a move that happened earlier (a job event caught up with)."""
         with self._write() as conn:
             review = self._require(conn, job_id)
@@ -382,7 +421,7 @@ class ReviewStore:
             if target in ("WORKING", "COMPLETED"):
                 fields["conflicts"] = None
             if merged is not None:
-                fields["merge_mode"], fields["merged_commit"] = merged
+                fields["merge_mode"], fields["merged_commit"], fields["merged_onto"] = merged
             assignments = ", ".join(f"{name} = ?" for name in fields)
             conn.execute(
                 f"UPDATE reviews SET {assignments} WHERE job_id = ?", (*fields.values(), job_id)

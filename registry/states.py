@@ -204,7 +204,7 @@ WORKER: Final = StateMachine(
         _move("approve", "IN_REVIEW", "APPROVED", "approved"),
         _move(
             "reject",
-            "IN_REVIEW",
+            "IN_REVIEW APPROVED",  # APPROVED: its merge conflicted, the agent resolves it
             "WORKING",
             "review rejected",
             tally="sent back from review {n}\u00d7",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from app.orchestration import MAX_DEMO_AGENTS, Orchestrator
+from app.orchestration.demo import start_demo
 from app.settings import Settings
 
 
@@ -19,7 +20,7 @@ def demo(
 ) -> None:
     """Start N demo agents (one asks permission, one fails, the others complete)."""
     orchestrator = Orchestrator(settings)
-    jobs = orchestrator.start_demo(agents, seed=seed, delay=delay, steps=steps)
+    jobs = start_demo(orchestrator, agents, seed=seed, delay=delay, steps=steps)
     for job in jobs:
         click.echo(f"{job.job_id}  {job.agent_session}")
     socket = orchestrator.driver.socket_name

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -14,15 +16,18 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from app.settings import Settings, find_cache_dir
 from registry.history.errors import CorruptHistory, JavaNotFound, java_available
 from registry.history.schema import HistoryPaths
 from registry.history.spark_options import check_driver_memory, check_master
+from registry.history.summary import duration
 from registry.wording import counted
 
 if TYPE_CHECKING:
     from registry.history.reader import HourlyAggregate, RestartMarker
+    from registry.history.summary import RangeSummary
 
 HOURS_SHOWN = 24  # `history show`: hourly rows for the newest day; older ones as days
 HOUR = timedelta(hours=1)
@@ -93,6 +98,7 @@ def build(
 ) -> None:
     """Read the bus export, append facts parquet, recompute hourly aggregates."""
     from registry.history.jvm import plan_jvm
+    from registry.history.segments import bytes_to_read as segment_bytes
     from registry.history.spark_job import run_build
     from registry.history.spark_session import create_session, stop_session
     from registry.history.watermark import build_lock, bytes_to_read, resolve_input
@@ -107,10 +113,15 @@ def build(
     paths = HistoryPaths(settings.state_dir)
     # The lock before anything slow: a second build is refused at once.
     with build_lock(paths), _full_build_repairs(unless=full):
+        cutoff_ms: int | None = None
+        read_bytes: int | None
         if input_uri is None and settings.db_path.exists():
-            _export_bus(settings)  # the default input: bring it up to date first
-        spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
-        read_bytes = bytes_to_read(spec, paths, full)
+            # the default input: the bus itself, brought up to date first
+            cutoff_ms = _bring_segments_up_to_date(settings)
+            read_bytes = segment_bytes(paths, full)
+        else:
+            spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
+            read_bytes = bytes_to_read(spec, paths, full)
         jvm = plan_jvm(find_cache_dir() if class_archive else None, read_bytes)
         _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
         _progress(jvm.describe())
@@ -123,7 +134,12 @@ def build(
         signal.signal(signal.SIGINT, _interrupt)
         try:
             report = run_build(
-                spark, settings.state_dir, input_uri=input_uri, full=full, progress=_progress
+                spark,
+                settings.state_dir,
+                input_uri=input_uri,
+                full=full,
+                cutoff_ms=cutoff_ms,
+                progress=_progress,
             )
         except BaseException:
             stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
@@ -178,27 +194,29 @@ class _QuietWhenStopped(logging.Filter):
 _QUIET = _QuietWhenStopped()
 
 
-def _export_bus(settings: Settings) -> None:
-    """Append what the bus holds beyond the last export, as `orchestrate export` does."""
-    from bus.export import default_target, export_jsonl
+def _bring_segments_up_to_date(settings: Settings) -> int:
+    """Record the token usage the agents' transcripts add, then append what the bus
+    holds beyond the last segment; returns the cut-off (when the bus was read: a job
+    still running counts up to then)."""
+    from app.usage.sync import sync_usage
+    from registry.history.segments import export_segments
 
-    bus = settings.open_bus()
-    target = default_target(bus)
-    written = export_jsonl(bus, target)
-    _progress(f"exported {counted(written, 'new bus message')} to {target}")
-
-
-def _duration(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, seconds = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    registry = settings.open_registry()
+    try:
+        synced = sync_usage(registry, settings.state_dir, os.environ)
+        if synced.transcripts or synced.skipped:
+            skipped = f", {synced.skipped} unreadable" if synced.skipped else ""
+            _progress(
+                f"usage: {counted(synced.recorded, 'new model message')} from "
+                f"{counted(synced.transcripts, 'agent transcript')}{skipped}"
+            )
+        cutoff_ms = int(time.time() * 1000)
+        paths = HistoryPaths(settings.state_dir)
+        exported = export_segments(registry.bus, paths)
+    finally:
+        registry.db.close()
+    _progress(f"exported {counted(exported.messages, 'new bus message')} to {paths.segments}")
+    return cutoff_ms
 
 
 def _hour(moment: datetime) -> str:
@@ -212,29 +230,45 @@ def _hour(moment: datetime) -> str:
     type=click.IntRange(min=0),
     default=HOURS_SHOWN,
     show_default=True,
-    help="Hourly rows for the newest N hours of the history; 0 for every hour.",
+    help="The newest N hours of the history (per agent, and hour by hour); 0 for all.",
 )
 @click.pass_obj
 def show(settings: Settings, as_json: bool, hours: int) -> None:
-    """Print throughput and latency per agent from the last build (no Spark): the
-    newest hours hour by hour and, for a longer history, every day in one row."""
+    """Print, per agent, where the time went, how long agents waited for a person, how
+    jobs ended and what it cost, then hour by hour (no Spark): the newest hours and,
+    for a longer history, every day in one row. Costs are estimates from
+    <state-dir>/prices.toml (written on first use; edit it freely)."""
+    from registry.history.prices import load_prices
     from registry.history.reader import load_history
+    from registry.history.summary import summarize
 
     with _full_build_repairs():
         snapshot = load_history(settings.state_dir)
     if as_json:
         sys.stdout.write(json.dumps(snapshot.to_json(), indent=2) + "\n")
         return
+    prices = load_prices(settings.state_dir)
     # A pipe gets a fixed, wide table rather than rich's 80-column default.
-    console = Console() if sys.stdout.isatty() else Console(width=140)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     built = snapshot.built_at.strftime("%Y-%m-%d %H:%M:%S UTC") if snapshot.built_at else "?"
     if not snapshot.rows:
-        console.print(f"No job activity in the history yet (built {built}).")
+        console.print(f"No job activity in the history yet (built {built}).", markup=False)
         return
+    summary = summarize(snapshot, hours or None, prices)
     first, last = snapshot.rows[0].hour, snapshot.rows[-1].hour
-    span = int((last - first) / HOUR) + 1
-    since = first if hours == 0 or hours >= span else last - (hours - 1) * HOUR
-    console.print(f"History built {built} from {snapshot.facts_rows} facts.")
+    since = summary.first_hour or first
+    cutoff = snapshot.cutoff.strftime("%Y-%m-%d %H:%M UTC") if snapshot.cutoff else "?"
+    console.print(
+        f"History built {built} from {snapshot.facts_rows} facts; "
+        f"{counted(snapshot.running, 'job')} still running at {cutoff} counted up to then.",
+        markup=False,
+    )
+    console.print(_agent_table(summary))
+    console.print(
+        "Tokens: measured by each agent's own usage records (* Aider's own estimate). "
+        f"Costs: estimates from {prices.path} (Aider's own where it gives one).",
+        markup=False,
+    )
     if since > first:  # a Rich row costs ~0.4 ms: 30 days hour by hour took seconds
         console.print(_daily_table(snapshot.rows))
     shown = [row for row in snapshot.rows if row.hour >= since]
@@ -242,38 +276,58 @@ def show(settings: Settings, as_json: bool, hours: int) -> None:
     console.print(_hourly_table(shown, restarts))
     if restarts:
         hours_restarted = ", ".join(f"{_hour(m.hour)} x{m.restarts}" for m in restarts)
-        console.print(f"⟳ control-room restarts: {hours_restarted}")
+        console.print(f"⟳ control-room restarts: {hours_restarted}", markup=False)
     if since > first:
+        span = int((last - first) / HOUR) + 1
         console.print(
             f"Hour by hour: the newest {hours} of {span} hours "
-            "(--hours N for more, --hours 0 for all, --json for everything)."
+            "(--hours N for more, --hours 0 for all, --json for everything).",
+            markup=False,
         )
     if snapshot.malformed_total:
         console.print(f"{snapshot.malformed_total} malformed input line(s) were skipped.")
+
+
+def _agent_table(summary: RangeSummary) -> Table:
+    """The range per agent: the supervisor's questions, one row each."""
+    from registry.history.summary import TABLE_COLUMNS, table_rows
+
+    first = summary.first_hour.strftime("%Y-%m-%d %H:00") if summary.first_hour else "?"
+    last = summary.last_hour.strftime("%Y-%m-%d %H:00") if summary.last_hour else "?"
+    table = Table(title=f"Per agent, {first} to {last} UTC", title_justify="left")
+    for index, header in enumerate(TABLE_COLUMNS):
+        table.add_column(header, justify="left" if index == 0 else "right", no_wrap=index == 0)
+    for row in table_rows(summary):
+        table.add_row(Text(row[0]), *row[1:])  # an agent's name is data, not markup
+    return table
 
 
 def _hourly_table(rows: list[HourlyAggregate], restarts: list[RestartMarker]) -> Table:
     table = Table(title="Per hour and agent", title_justify="left")
     table.add_column("hour (UTC)", no_wrap=True)
     table.add_column("agent", no_wrap=True)
-    for header in ("events", "done", "errors", "err %"):
+    for header in ("events", "done", "errors", "err %", "working", "waiting", "idle"):
         table.add_column(header, justify="right")
-    for header in ("run p50", "run p95", "wait p50", "wait p95"):
+    for header in ("run p50", "run p95", "queue p50", "queue p95", "response p50"):
         table.add_column(header, justify="right")
     restarted = {marker.hour: marker.restarts for marker in restarts}
     for row in rows:
         mark = f" ⟳{restarted[row.hour]}" if row.hour in restarted else ""
         table.add_row(
             _hour(row.hour) + mark,
-            row.agent,
+            Text(row.agent),
             str(row.events),
             str(row.jobs_completed),
             str(row.jobs_errored),
             "-" if row.error_rate is None else f"{100 * row.error_rate:.0f}",
-            _duration(row.run_ms_p50),
-            _duration(row.run_ms_p95),
-            _duration(row.wait_ms_p50),
-            _duration(row.wait_ms_p95),
+            duration(row.working_ms),
+            duration(row.waiting_ms),
+            duration(row.idle_ms),
+            duration(row.run_ms_p50),
+            duration(row.run_ms_p95),
+            duration(row.wait_ms_p50),
+            duration(row.wait_ms_p95),
+            duration(row.response_ms_p50),
         )
     return table
 
@@ -298,7 +352,7 @@ def _daily_table(rows: tuple[HourlyAggregate, ...]) -> Table:
     for (day, agent), (active, events, registered, done, errors) in sorted(days.items()):
         table.add_row(
             day.isoformat(),
-            agent,
+            Text(agent),
             str(active),
             str(events),
             str(registered),

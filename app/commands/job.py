@@ -185,8 +185,17 @@ def _age(stamp: str, now: datetime) -> str:
 @click.option("--show-token", is_flag=True, help="Include auth_token and broker password.")
 @click.pass_obj
 def get(settings: Settings, job_id: str, show_token: bool) -> None:
-    """Print one job record as JSON."""
-    emit_json(settings.open_registry().get(job_id).to_dict(show_token=show_token), indent=2)
+    """Print one job record as JSON (a job run in its own work tree: with its
+    repository, base, branch, work tree and review state under "worktree")."""
+    from registry.review import ReviewStore
+
+    registry = settings.open_registry()
+    record = registry.get(job_id).to_dict(show_token=show_token)
+    review = ReviewStore(registry.bus).find(job_id)
+    if review is not None:
+        keys = ("repo", "base", "base_commit", "branch", "worktree", "workdir", "state")
+        record["worktree"] = {key: review.to_dict()[key] for key in keys}
+    emit_json(record, indent=2)
 
 
 @job.command()
@@ -236,7 +245,7 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
     queued again for a worker to pick."""
-    from app.orchestration import Orchestrator
+    from app.orchestration import OrchestrationError, Orchestrator
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")
@@ -245,11 +254,16 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
         done = orchestrator.resume_job(job_id, reason=reason)
         click.echo(f"{job_id}: {done.status}")
         return
-    resumed = orchestrator.resume_interrupted()
+    failed: dict[str, str] = {}
+    resumed = orchestrator.resume_interrupted(failed=failed)
     for job in resumed:
         click.echo(f"{job.job_id}: {job.status}")
-    if not resumed:
+    if not resumed and not failed:
         click.echo("no interrupted jobs", err=True)
+    if failed:  # those resumed are printed above; the rest in one line, exit 1
+        raise OrchestrationError(
+            "; ".join(f"job {job_id} not resumed: {why}" for job_id, why in failed.items())
+        )
 
 
 @job.command()

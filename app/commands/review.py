@@ -196,7 +196,8 @@ def approve(settings: Settings, job_id: str, mode: str) -> None:
     click.echo(
         f"orchestrate: job {job_id} does not merge into {review.base} "
         f"({len(done.conflicts)} conflicting file(s)); {review.base} is untouched and the job "
-        "stays APPROVED",
+        f"stays APPROVED (`orchestrate review request-changes {job_id} -m TEXT` has its agent "
+        "resolve it)",
         err=True,
     )
     raise click.exceptions.Exit(1)

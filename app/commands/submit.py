@@ -15,7 +15,7 @@ from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.orchestration import Orchestrator
 from app.orchestration.launches import split_command
-from app.review.worktree import WorktreePlan, in_git_repository, plan_worktree
+from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.events import Event
 from registry.waiter import Verdict
@@ -156,6 +156,8 @@ def worktree_request(
     """The checked work-tree request (refusals here, before anything is stored):
     --worktree, else the ORCHESTRATE_WORKTREE=auto setting inside a git repository."""
     directory = Path(workdir or Path.cwd())
+    if flag is None and base is None:
+        return default_worktree(settings, directory)
     if flag is None:
         flag = settings.worktree == "auto" and in_git_repository(directory)
     if not flag:

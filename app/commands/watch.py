@@ -70,4 +70,7 @@ def watch(
 
     source = open_source(settings)
     signals = SignalSettings(bell=signals_bell, title=signals_title, notify=command)
-    ControlRoomApp(source, demo_agents=agents if demo else 0, signals=signals).run()
+    app = ControlRoomApp(source, demo_agents=agents if demo else 0, signals=signals)
+    app.run()
+    if app.demo_job_ids and not app.demo_stopped:  # it ended some other way than quit
+        source.stop_demo(app.demo_job_ids)

@@ -1,8 +1,11 @@
 """A diff read once from git and split per file: counts, paths and patch text.
 
-One `git diff -z --raw --numstat --patch` gives the kinds, the counts
-(NUL-separated, so any path survives) and the patch; the n-th record of each
-part belongs to the same file, as git writes all three from one queue.
+One `git diff -z --raw --patch` gives the kinds and paths (NUL-separated, so any
+path survives) and the patch; the n-th raw record belongs to the n-th patch
+section, as git writes both from one queue. The +/- counts are counted in the
+patch: asking git for `--numstat` as well makes it diff every file twice (a
+10,000-line diff: 9.5 ms of git's CPU instead of 6.8). Without the patch, the
+counts come from `--numstat`.
 """
 
 from __future__ import annotations
@@ -68,9 +71,9 @@ class Diff:
 def read_diff(cwd: Path | str, old: str, new: str, *, patch: bool = True) -> Diff:
     """The diff from commit or tree ``old`` to ``new``, read in one git call
     (``patch=False``: the kinds and counts only)."""
-    wanted = ["--raw", "--numstat", *(["--patch"] if patch else [])]
+    wanted = ["--raw", "--patch" if patch else "--numstat"]
     result = run_git(["diff", "-z", *wanted, *DIFF_OPTIONS, old, new, "--"], cwd)
-    return parse_diff(result.stdout)
+    return parse_diff(result.stdout, numstat=not patch)
 
 
 def read_worktree_diff(
@@ -79,9 +82,9 @@ def read_worktree_diff(
     """The diff from the merge base of ``base`` and HEAD to the work tree as it is
     (`git diff --merge-base`: one git call). Untracked files count only when the
     index (``env``'s GIT_INDEX_FILE) holds them as intent-to-add."""
-    wanted = ["--raw", "--numstat", *(["--patch"] if patch else [])]
+    wanted = ["--raw", "--patch" if patch else "--numstat"]
     args = ["diff", "-z", *wanted, *DIFF_OPTIONS, "--merge-base", base, "--"]
-    return parse_diff(run_git(args, worktree, env=env).stdout)
+    return parse_diff(run_git(args, worktree, env=env).stdout, numstat=not patch)
 
 
 class _Fields:
@@ -101,9 +104,10 @@ class _Fields:
         return field
 
 
-def parse_diff(output: bytes) -> Diff:
-    """Split `git diff -z --raw --numstat [--patch]` output into per-file changes:
-    the raw records (kind, paths), as many numstat records (counts), a NUL, the patch."""
+def parse_diff(output: bytes, *, numstat: bool = False) -> Diff:
+    """Split `git diff -z --raw (--patch | --numstat)` output into per-file changes:
+    the raw records (kind, paths), then as many numstat records (counts), or a NUL
+    and the patch (counts counted in it)."""
     fields = _Fields(output)
     raw: list[tuple[str, str | None, str]] = []
     while fields.peek() == b":":
@@ -114,7 +118,7 @@ def parse_diff(output: bytes) -> Diff:
         else:
             raw.append((kind, None, first))
     counts: list[tuple[int | None, int | None]] = []
-    for _ in raw:
+    for _ in raw if numstat else ():
         added, deleted, path = fields.take().split(b"\t", 2)
         if not path:  # a rename or copy: its two paths follow as fields of their own
             fields.take()
@@ -124,6 +128,9 @@ def parse_diff(output: bytes) -> Diff:
         fields.position += 1
     patch = output[fields.position :]
     sections = _sections(patch)
+    if not numstat:
+        counts = [count_lines(section) for section in sections]
+    counts += [(0, 0)] * (len(raw) - len(counts))
     files = tuple(
         FileDiff(
             path=path,
@@ -136,6 +143,17 @@ def parse_diff(output: bytes) -> Diff:
         for n, (kind, old_path, path) in enumerate(raw)
     )
     return Diff(files=files, patch=patch)
+
+
+def count_lines(section: bytes) -> tuple[int | None, int | None]:
+    """(added, deleted) lines of one file's patch, as `--numstat` counts them: the
+    lines of its hunks that start with + or -; (None, None) for a binary file."""
+    hunks = section.find(b"\n@@")
+    if hunks == -1:
+        binary = b"\nBinary files " in section or section.startswith(b"Binary files ")
+        return (None, None) if binary else (0, 0)
+    body = section[hunks:]
+    return body.count(b"\n+"), body.count(b"\n-")
 
 
 def _sections(patch: bytes) -> list[bytes]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from app.orchestration.demo import MAX_DEMO_AGENTS
 from app.orchestration.errors import (
     AgentNotStarted,
     NotWaitingForPermission,
     OrchestrationError,
     UnknownAgent,
 )
-from app.orchestration.orchestrator import MAX_DEMO_AGENTS, Orchestrator
+from app.orchestration.orchestrator import Orchestrator
 from app.orchestration.reconcile import ReconcileReport
 
 __all__ = [

@@ -104,10 +104,13 @@ class Watch:
     app_server: bool = False
     """Codex's own app-server reports for this job: its status sequences, read later
     from the pane log, are redundant and may be stale (they once undid its wait)."""
+    seen_in_attempt: float = 0.0  # the start (claim) of the attempt whose pane was seen
 
 
-def pane_end_reason(status: PaneStatus | None) -> str:
+def pane_end_reason(status: PaneStatus | None, *, server_gone: bool = False) -> str:
     """Why a job's agent pane is no longer running, as recorded on the job."""
+    if server_gone:
+        return "its tmux server is gone (a reboot, or tmux kill-server)"
     if status is None or not status.exists:
         return "agent pane is gone (killed, or its tmux session was closed)"
     if status.dead_status is not None:
@@ -148,19 +151,25 @@ class AgentObserver:
         *,
         started_at: float,
         worked: Callable[[], bool],
+        server_gone: bool = False,
     ) -> Verdict:
-        """One judgement of ``job`` from its pane's status, log and screen."""
+        """One judgement of ``job`` from its pane's status, log and screen
+        (``server_gone``: no tmux server runs at all, so no pane can)."""
         watch = self.watches.get(job.job_id)
         if watch is None:
             watch = Watch(adapter_for(job.agent, self.state_dir))
             self.watches[job.job_id] = watch
         if pane is None or not pane.exists:
-            started = watch.seen_pane or _has_output(log_path)  # its header was printed
+            # its pane seen, or its header printed, in this attempt: a resumed job's
+            # log holds the last attempt's output while its new pane is starting
+            seen_now = watch.seen_pane and watch.seen_in_attempt == started_at
+            started = seen_now or _has_output(log_path, since=started_at)
             if not started and now - started_at < START_GRACE_SEC:
                 return Verdict(heartbeat="working")  # its pane may be starting right now
-            gone = Observation("interrupted", "process:pane gone", question=pane_end_reason(pane))
+            why = pane_end_reason(pane, server_gone=server_gone)
+            gone = Observation("interrupted", "process:pane gone", question=why)
             return Verdict((gone,), heartbeat="dead")
-        watch.seen_pane = True
+        watch.seen_pane, watch.seen_in_attempt = True, started_at
         if pane.dead:
             status = pane.dead_status
             exited = Observation("exited", "process", exit_status=status)
@@ -357,11 +366,13 @@ class AgentObserver:
         return None
 
 
-def _has_output(log_path: Path) -> bool:
+def _has_output(log_path: Path, *, since: float = 0.0) -> bool:
+    """Whether the pane log holds output written at ``since`` or later."""
     try:
-        return log_path.stat().st_size > 0
+        found = log_path.stat()
     except OSError:
         return False
+    return found.st_size > 0 and found.st_mtime >= since
 
 
 def _heartbeat(activity: str) -> str:

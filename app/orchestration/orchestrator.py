@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import random
 import sys
 import threading
 import time
@@ -20,7 +19,6 @@ from pathlib import Path
 
 from app.agents import adapter_for
 from app.agents.base import Answer
-from app.agents.demo import START as DEMO_START
 from app.agents.env import pane_environment
 from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
 from app.orchestration import answering, launches, supervisor
@@ -43,8 +41,6 @@ log = logging.getLogger(__name__)
 DEFAULT_APPROVAL_WAIT_SEC = 120.0
 CANCEL_GRACE_SEC = 5.0
 """How long a cancelled agent gets to exit on its own keys before its pane is killed."""
-DEMO_LABEL_PREFIX = "demo-"
-MAX_DEMO_AGENTS = 20  # `demo --agents` and `watch --demo --agents` alike
 
 
 class Orchestrator:
@@ -324,9 +320,13 @@ class Orchestrator:
             job for job in self.registry.list(status="running") if job.activity == "interrupted"
         ]
 
-    def resume_interrupted(self, *, env: Mapping[str, str] | None = None) -> list[Job]:
-        """Bring every interrupted agent back in a new pane (one key in the control room),
-        with the environment of whoever resumes them (default: this process's)."""
+    def resume_interrupted(
+        self, *, env: Mapping[str, str] | None = None, failed: dict[str, str] | None = None
+    ) -> list[Job]:
+        """Bring every interrupted agent back in a new pane (one key in the control room,
+        `job resume --all-interrupted`), with the environment of whoever resumes them
+        (default: this process's). One that cannot start (its agent uninstalled since)
+        does not stop the others: its reason goes into ``failed`` (job id -> reason)."""
         if self.driver.server_running() or self.registry.list(status="running"):
             self.reconcile()  # a reboot: find them first
         resumed = []
@@ -335,7 +335,9 @@ class Orchestrator:
                 why = "resumed after an interruption"
                 resumed.append(self.resume_job(job.job_id, env=env, reason=why))
             except (RegistryError, TmuxError) as exc:
-                log.warning("job %s not resumed: %s", job.job_id, exc)
+                log.info("job %s not resumed: %s", job.job_id, exc)
+                if failed is not None:
+                    failed[job.job_id] = str(exc)
         return resumed
 
     def pane_for_job(self, job_id: str) -> str | None:
@@ -551,51 +553,3 @@ class Orchestrator:
         follow = [sys.executable, "-m", "app", "--state-dir", str(self.settings.state_dir)]
         follow += ["msg", "follow", "--task", job_id]
         self.driver.control_room_split(job_id, log_path, follow)
-
-    # -- demo -------------------------------------------------------------------------
-
-    def start_demo(
-        self,
-        agents: int = 3,
-        *,
-        seed: int = 0,
-        delay: float | None = None,
-        steps: int | None = None,
-        workdir: str | Path | None = None,
-    ) -> list[Job]:
-        """Start `agents` demo agents, one per session `demo-1..N`, with varied behaviour.
-
-        Agent 1 completes, 2 asks permission (and waits for `orchestrate answer`),
-        3 fails; the rest complete. Delays of 0.5-1.5 s per step keep the control
-        room moving; `seed` makes a run repeatable.
-        """
-        rng = random.Random(seed)
-        started = []
-        for number in range(1, agents + 1):
-            role = ("completes", "asks permission", "fails")[(number - 1) % 3]
-            if number > 3:
-                role = "completes"
-            argv = list(DEMO_START)
-            argv[-1:-1] = [
-                "--steps",
-                str(steps or rng.randint(4, 6)),
-                "--delay",
-                f"{delay if delay is not None else rng.uniform(0.5, 1.5):.2f}",
-                "--seed",
-                str(seed * 100 + number),
-            ]
-            if role == "asks permission":
-                argv.insert(-1, "--ask-permission")
-            if role == "fails":
-                argv.insert(-1, "--fail")
-            prompt = f"Demo task {number}: tidy the code base ({role})."
-            started.append(
-                self.submit(
-                    prompt,
-                    "demo",
-                    f"{DEMO_LABEL_PREFIX}{number}",
-                    agent_cmd=argv,
-                    workdir=workdir,
-                )
-            )
-        return started

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.orchestration.observer import AgentObserver, Verdict
-from app.review.finished import under_review, work_finished
+from app.review.finished import tree_holds_work, under_review, work_finished
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
@@ -127,6 +127,9 @@ class Reconciler:
             ]
             panes = orch.panes_by_job() if ours else {}
             statuses = self.driver.pane_statuses(panes.values()) if panes else {}
+            server_gone = bool(ours) and not panes and not self.driver.server_running()
+            # this attempt's start, to the millisecond (claimed_at has whole seconds)
+            running_since = orch.registry.running_since_ms(job.job_id for job in ours)
             now = self.clock()
             for job in ours:
                 pane_id = panes.get(job.job_id)
@@ -136,8 +139,9 @@ class Reconciler:
                     status,
                     orch.pane_log(job.job_id),
                     now,
-                    started_at=_epoch(job.claimed_at),
-                    worked=lambda job=job: orch.registry.has_worked(job.job_id),  # type: ignore[misc]
+                    started_at=running_since.get(job.job_id, 0) / 1000,
+                    worked=lambda job=job: self._worked(job.job_id),  # type: ignore[misc]
+                    server_gone=server_gone,
                 )
                 self._apply(job, verdict, report)
             if only is None:
@@ -176,8 +180,8 @@ class Reconciler:
                 log.info("job %s: activity not recorded: %s", job.job_id, exc)
         report.sampled[job.job_id] = activity
         self._beat(job, verdict.heartbeat)
-        if verdict.idle_done and not self._still_as_judged(job):
-            return  # it moved on (its task arrived) since the pass read it idle
+        if verdict.idle_done and not self._still_as_seen(job):
+            return  # it moved on while this pass looked: the next pass judges it afresh
         if verdict.idle_done and verdict.finish is not None and self._round_done(job, verdict):
             return
         if verdict.finish is not None:
@@ -188,14 +192,22 @@ class Reconciler:
             return
         self._flag_if_quiet(job, activity, report)
 
-    def _still_as_judged(self, job: Job) -> bool:
-        """Whether the job's activity is still the one the pass judged (a hook may have
-        recorded another since: the look read the job before asking if it had worked)."""
+    def _still_as_seen(self, job: Job) -> bool:
+        """Whether the job's activity is still the one this pass looked at: a hook
+        can record the agent working (its next task, requested changes) between the
+        pass reading the job and acting on its idle, which would then end a turn that
+        has just begun."""
         try:
             now = self.orchestrator.registry.get(job.job_id)
         except RegistryError:
             return False
-        return now.activity == job.activity and now.activity_at_ms == job.activity_at_ms
+        return (now.activity, now.activity_at_ms) == (job.activity, job.activity_at_ms)
+
+    def _worked(self, job_id: str) -> bool:
+        """Whether the job's agent has worked on its task: seen working or asking, or
+        (a work-tree job) its tree holds work no look caught it doing."""
+        registry = self.orchestrator.registry
+        return registry.has_worked(job_id) or tree_holds_work(ReviewStore(registry.bus), job_id)
 
     def _round_done(self, job: Job, verdict: Verdict) -> bool:
         """A work-tree job whose agent went idle after its task: its review comes up

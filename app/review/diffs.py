@@ -68,16 +68,10 @@ def _ends(review: Review) -> _Ends:
         cwd = Path(review.repo)
         base_tip = _base_tip(cwd, review)
         repo = Repository.at(cwd)
-        if repo.has_branch(review.branch):
-            head = repo.branch_commit(review.branch)
-        elif review.merged_commit:
-            head = review.merged_commit
-        else:
+        if not repo.has_branch(review.branch):
             raise GitCommandFailed(f"job {review.job_id}: its work tree and branch are gone")
+        head = repo.branch_commit(review.branch)
         new, dirty, found = head, False, None
-        if review.merged_commit and head == review.merged_commit:
-            first_parent = run_git(["rev-parse", f"{head}^1"], cwd).text
-            return _Ends(cwd, base_tip, first_parent, head, head, False, None)
     start = merge_base(cwd, base_tip, head) or review.base_commit
     return _Ends(cwd, base_tip, start, head, new, dirty, found)
 
@@ -91,7 +85,10 @@ def _base_tip(cwd: Path, review: Review) -> str:
 
 
 def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True) -> ReviewDiff:
-    """The review's diff (``patch=False``: counts only) and the branch's commits."""
+    """The review's diff (``patch=False``: counts only) and the branch's commits; for
+    a merged job, what the merge brought into its base."""
+    if review.merged_commit:
+        return _read_merged(review, patch=patch, commits=commits)
     worktree = Path(review.worktree)
     if review.removed_at is None and worktree.is_dir():
         try:
@@ -116,33 +113,91 @@ def read_review_diff(review: Review, *, patch: bool = True, commits: bool = True
     )
 
 
+def _read_merged(review: Review, *, patch: bool, commits: bool) -> ReviewDiff:
+    """A merged job's diff: from the base commit the merge was made on to the commit
+    it put in the base, whatever its work tree holds now (or if it is gone)."""
+    cwd = Path(review.repo)
+    if not cwd.is_dir():
+        cwd = Path(review.worktree)
+    merged = review.merged_commit or ""
+    onto = review.merged_onto or run_git(["rev-parse", "--verify", f"{merged}^1"], cwd).text
+    diff = read_diff(cwd, onto, merged, patch=patch)
+    return ReviewDiff(
+        review=review,
+        base_tip=_base_tip(cwd, review),
+        merge_base=onto,
+        head=merged,
+        dirty=False,
+        diff=diff,
+        commits=_commits(cwd, onto, merged) if commits else (),
+    )
+
+
 def _read_live(review: Review, worktree: Path, *, patch: bool) -> ReviewDiff:
-    """A live work tree's diff with as few git processes in a row as possible: the
-    diff (`git diff --merge-base`), the tree's status and the commits run at once;
-    only untracked files cost a second diff, through an index that holds them."""
+    """A live work tree's diff in one round of git processes, all at once: the diff
+    (`git diff --merge-base`), the tree's status, the two tips, and the branch's
+    commits with their boundary (the merge base). Only untracked files cost a
+    second diff, through an index that holds them; only a branch that merged its
+    base in (two boundary commits) costs a `git merge-base`."""
     base = f"refs/heads/{review.base}"
     with ThreadPoolExecutor(max_workers=3) as pool:
         diff_job = pool.submit(read_worktree_diff, worktree, base, patch=patch)
         status_job = pool.submit(
             run_git, ["status", "--porcelain", "-z", "--untracked-files=all"], worktree
         )
-        ends = _branch_ends(worktree, base)
-        commits = _commits(worktree, ends[2], ends[1])
-        status = status_job.result().fields
+        range_job = pool.submit(_commit_range, worktree, base)
+        tip, head = run_git(["rev-parse", base, "HEAD"], worktree).text.splitlines()
+        commits, boundary = range_job.result()
+        status = _untracked(status_job.result().fields)
         diff = diff_job.result()
-    untracked = [entry[3:] for entry in status if entry.startswith("?? ")]
+    if not commits:
+        start = head  # nothing of HEAD's is missing from the base: HEAD is in it
+    elif len(boundary) == 1:
+        start = boundary[0]
+    else:
+        start = merge_base(worktree, tip, head) or tip
+    dirty, untracked = status
     if untracked:
         with index_with_untracked(worktree, untracked) as env:
             diff = read_worktree_diff(worktree, base, env=env, patch=patch)
     return ReviewDiff(
         review=review,
-        base_tip=ends[0],
-        merge_base=ends[2],
-        head=ends[1],
-        dirty=bool(status),
+        base_tip=tip,
+        merge_base=start,
+        head=head,
+        dirty=dirty,
         diff=diff,
         commits=commits,
     )
+
+
+def _commit_range(cwd: Path, base: str) -> tuple[tuple[Commit, ...], list[str]]:
+    """The commits of HEAD that ``base`` lacks, newest first, and the boundary of that
+    range (for a branch made from the base: the merge base)."""
+    result = run_git(["log", "-z", "--boundary", "--format=%m%H %s", f"{base}..HEAD", "--"], cwd)
+    commits: list[Commit] = []
+    boundary: list[str] = []
+    for field in result.fields:
+        mark, rest = field[:1], field[1:]
+        sha, _, subject = rest.partition(" ")
+        if mark == "-":
+            boundary.append(sha)
+        else:
+            commits.append(Commit(sha, subject))
+    return tuple(commits), boundary
+
+
+def _untracked(status: list[str]) -> tuple[bool, list[str]]:
+    """From `git status --porcelain -z`: whether anything is uncommitted, and the
+    untracked paths (a rename's or copy's second field is its old path, skipped)."""
+    untracked: list[str] = []
+    fields = iter(status)
+    for entry in fields:
+        if entry.startswith("?? "):
+            untracked.append(entry[3:])
+        elif entry[:1] in ("R", "C"):
+            next(fields, None)
+    return bool(status), untracked
 
 
 def _has_branch(cwd: Path, branch: str) -> bool:
@@ -151,12 +206,6 @@ def _has_branch(cwd: Path, branch: str) -> bool:
     except BaseNotFound:
         return False
     return True
-
-
-def _branch_ends(worktree: Path, base: str) -> tuple[str, str, str]:
-    """(base tip, HEAD, their merge base)."""
-    tip, head = run_git(["rev-parse", base, "HEAD"], worktree).text.splitlines()
-    return tip, head, merge_base(worktree, tip, head) or tip
 
 
 def _commits(cwd: Path, merge_base: str, head: str) -> tuple[Commit, ...]:

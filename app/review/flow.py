@@ -12,6 +12,7 @@ control room every few seconds, any `review` command, `job why`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from app.review.finished import one_line, work_finished
 from app.settings import Settings
 from app.tmux.errors import TmuxError
 from registry import states
-from registry.errors import IllegalTransition
+from registry.activity import Observation
+from registry.errors import IllegalTransition, RegistryError
 from registry.jobs import Registry
 from registry.review import LIVE, JobMove, Review, ReviewStore
 
@@ -121,12 +123,23 @@ class ReviewFlow:
     def request_changes(self, job_id: str, message: str) -> Review:
         """Send ``message`` to the job's agent (pasted into its pane, then Enter) and
         put the job back to WORKING. Refused, with nothing sent, unless the job is
-        IN_REVIEW and its agent's pane is alive."""
+        IN_REVIEW (or APPROVED: its merge conflicted, and its agent is to resolve
+        that), still running (an ended job's next round would never come up for
+        review) and its agent's pane is alive.
+
+        The agent is recorded as working on the changes before the review moves, so
+        its idle from before the paste is never taken for the end of the new round."""
         from app.tmux.paste import paste_into_pane, pasteable
 
         review = self.reviews.get(job_id)
         states.next_state(states.WORKER, review.state, "reject", job_id)
         text = pasteable(message)
+        job = self.registry.get(job_id)
+        if job.status != "running":
+            raise IllegalTransition(
+                f"job {job_id} has ended ({job.status}): its agent takes no more work; "
+                "approve it, discard it, or submit a new job"
+            )
         orchestrator = self.orchestrator
         pane_id = orchestrator.pane_for_job(job_id)
         if pane_id is None or not orchestrator.driver.pane_alive(pane_id):
@@ -134,8 +147,13 @@ class ReviewFlow:
                 f"job {job_id} has no live agent pane to send the changes to (its agent has exited)"
             )
         paste_into_pane(orchestrator.driver, pane_id, text)
+        with contextlib.suppress(RegistryError):  # it ended meanwhile: the move says so
+            self.registry.observe(job_id, Observation("working", "review", "changes requested"))
         return self.reviews.move(
-            job_id, "reject", f"changes requested: {one_line(text)}", expect=("IN_REVIEW",)
+            job_id,
+            "reject",
+            f"changes requested: {one_line(text)}",
+            expect=("IN_REVIEW", "APPROVED"),
         )
 
     def discard(self, job_id: str) -> Discarded:

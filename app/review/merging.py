@@ -72,7 +72,8 @@ def _merge(flow: ReviewFlow, review: Review, mode: str) -> Approval:
         head = repo.branch_commit(review.branch)
         base_tip = repo.branch_commit(review.base)
         if repo.is_ancestor(head, base_tip):  # merged already (by hand, or a retry)
-            return _completed(flow, review, mode, base_tip, committed, "ref")
+            start = repo.merge_base(review.base_commit, head) or review.base_commit
+            return _completed(flow, review, mode, (head, start), committed, "ref")
         if mode == "rebase":
             target, conflicts = (
                 (head, ()) if repo.is_ancestor(base_tip, head) else rebase(worktree, base_tip)
@@ -100,16 +101,24 @@ def _merge(flow: ReviewFlow, review: Review, mode: str) -> Approval:
             if attempt == MERGE_ATTEMPTS:
                 raise
             continue
-        return _completed(flow, review, mode, target, committed, where)
+        return _completed(flow, review, mode, (target, base_tip), committed, where)
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _completed(
-    flow: ReviewFlow, review: Review, mode: str, commit: str, committed: str | None, where: str
+    flow: ReviewFlow,
+    review: Review,
+    mode: str,
+    merged: tuple[str, str],
+    committed: str | None,
+    where: str,
 ) -> Approval:
+    """COMPLETED: ``merged`` is the commit now in the base and the base commit it was
+    made on (the merged diff runs from one to the other)."""
+    commit, onto = merged
     reason = f"merged into {review.base} ({mode}, {commit[:12]})"
     done = flow.reviews.move(
-        review.job_id, "merge", reason, expect=("APPROVED",), merged=(mode, commit)
+        review.job_id, "merge", reason, expect=("APPROVED",), merged=(mode, commit, onto)
     )
     _complete_job(flow, review.job_id, reason)
     return Approval(done, merged_commit=commit, committed_uncommitted=committed, moved_in=where)

@@ -8,6 +8,8 @@ merge-tree --write-tree`): no checkout, no index, nothing for anyone to clean up
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +36,10 @@ class Outlook:
     touched: frozenset[str] = frozenset()
     overlaps: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> shared files
     problem: str = ""
+    work: str = ""  # the commit of its work as it is now (snapshot of its tree)
+    clashes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> files
+    """Other jobs whose work and this job's do not merge with each other, and where:
+    whichever is merged second will conflict."""
 
     def describe(self) -> str:
         """'merges cleanly into main', 'conflicts with main in a.py', or the problem."""
@@ -46,14 +52,22 @@ class Outlook:
         return f"conflicts with {self.base} in {files}{more}"
 
     def describe_overlaps(self) -> str:
-        """'also touched by 1a2b3c4d (a.py), 5e6f7a8b (b.py, c.py)'; '' when none."""
-        if not self.overlaps:
-            return ""
+        """'conflicts with job 1a2b3c4d in a.py; also touched by 5e6f7a8b (b.py, c.py)';
+        '' when no other job touches its files."""
+        clashing = [
+            f"job {job_id} in {_few(files)}" for job_id, files in sorted(self.clashes.items())
+        ]
+        touching = [
+            f"{job_id} ({_few(files)})"
+            for job_id, files in sorted(self.overlaps.items())
+            if job_id not in self.clashes
+        ]
         parts = []
-        for job_id, files in sorted(self.overlaps.items()):
-            shown = ", ".join(files[:3]) + (" \u2026" if len(files) > 3 else "")
-            parts.append(f"{job_id} ({shown})")
-        return "also touched by " + ", ".join(parts)
+        if clashing:
+            parts.append("conflicts with " + ", ".join(clashing))
+        if touching:
+            parts.append("also touched by " + ", ".join(touching))
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -61,8 +75,13 @@ class Outlook:
             "conflicts": [{"path": c.path, "kinds": list(c.kinds)} for c in self.conflicts],
             "touched": sorted(self.touched),
             "overlaps": {job: list(files) for job, files in sorted(self.overlaps.items())},
+            "conflicts_with": {job: list(files) for job, files in sorted(self.clashes.items())},
             "problem": self.problem,
         }
+
+
+def _few(files: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(files[:shown]) + (" \u2026" if len(files) > shown else "")
 
 
 def outlook_of(review: Review) -> Outlook:
@@ -79,32 +98,47 @@ def outlook_of(review: Review) -> Outlook:
         merged = merge_tree(worktree, tip, work)
     except GitError as error:
         return Outlook(review.job_id, review.base, None, problem=str(error))
-    return Outlook(review.job_id, review.base, merged.clean, merged.conflicts, touched)
+    return Outlook(review.job_id, review.base, merged.clean, merged.conflicts, touched, work=work)
 
 
 def outlooks(reviews: Sequence[Review]) -> dict[str, Outlook]:
     """The outlook of every live review, with the jobs of one repository that touch
-    the same files named on each other's outlook."""
+    the same files named on each other's outlook, and whether their work merges
+    with each other (`git merge-tree` of the two, once per such pair)."""
     live = [review for review in reviews if review.state in LIVE]
     with ThreadPoolExecutor(max_workers=PARALLEL_JOBS) as pool:
         found = dict(zip([r.job_id for r in live], pool.map(outlook_of, live), strict=True))
-    repos = {review.job_id: review.repo for review in live}
-    result: dict[str, Outlook] = {}
-    for job_id, outlook in found.items():
-        overlaps: dict[str, tuple[str, ...]] = {}
-        for other_id, other in found.items():
-            if other_id == job_id or repos[other_id] != repos[job_id]:
-                continue
-            shared = outlook.touched & other.touched
-            if shared:
-                overlaps[other_id] = tuple(sorted(shared))
-        result[job_id] = Outlook(
-            outlook.job_id,
-            outlook.base,
-            outlook.clean,
-            outlook.conflicts,
-            outlook.touched,
-            overlaps,
-            outlook.problem,
-        )
-    return result
+    by_id = {review.job_id: review for review in live}
+    pairs = [
+        (one, other, shared)
+        for one, other in itertools.combinations(sorted(found), 2)
+        if by_id[one].repo == by_id[other].repo
+        and (shared := tuple(sorted(found[one].touched & found[other].touched)))
+    ]
+    with ThreadPoolExecutor(max_workers=PARALLEL_JOBS) as pool:
+        clashes = list(pool.map(lambda pair: _clash(by_id[pair[0]], found, pair), pairs))
+    overlaps: dict[str, dict[str, tuple[str, ...]]] = {job_id: {} for job_id in found}
+    clashing: dict[str, dict[str, tuple[str, ...]]] = {job_id: {} for job_id in found}
+    for (one, other, shared), conflicted in zip(pairs, clashes, strict=True):
+        overlaps[one][other] = overlaps[other][one] = shared
+        if conflicted:
+            clashing[one][other] = clashing[other][one] = conflicted
+    return {
+        job_id: dataclasses.replace(outlook, overlaps=overlaps[job_id], clashes=clashing[job_id])
+        for job_id, outlook in found.items()
+    }
+
+
+def _clash(
+    review: Review, found: dict[str, Outlook], pair: tuple[str, str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The files where two jobs' work does not merge with each other (none when it
+    does, or when either's work could not be read)."""
+    one, other = found[pair[0]], found[pair[1]]
+    if not one.work or not other.work:
+        return ()
+    try:
+        merged = merge_tree(Path(review.worktree), one.work, other.work)
+    except GitError:
+        return ()
+    return tuple(conflict.path for conflict in merged.conflicts)

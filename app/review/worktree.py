@@ -56,6 +56,15 @@ def in_git_repository(directory: Path) -> bool:
     return True
 
 
+def default_worktree(settings: Settings, directory: Path) -> WorktreePlan | None:
+    """The work tree a submit gets when it does not say (no --worktree/--no-worktree,
+    the control room's new job): one from the current branch when the worktree
+    setting is `auto` and ``directory`` is inside a git repository, else none."""
+    if settings.worktree != "auto" or not in_git_repository(directory):
+        return None
+    return plan_worktree(directory)
+
+
 def plan_worktree(workdir: Path, base: str | None = None) -> WorktreePlan:
     """Check that a job can get its own branch and work tree from ``workdir``'s repository.
 

@@ -308,7 +308,9 @@ class TmuxDriver(PaneControl):
             raise TmuxCommandFailed("agent command is empty")
         log = log_path.resolve()
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.touch(mode=0o600, exist_ok=True)  # prompts and output may be private
+        # created 0600 (prompts and output may be private); an existing log (a resumed
+        # job's) keeps its mtime: a supervisor pass reads a newer one as this pane's output
+        os.close(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         stem = "launch" if job_id else "resume"
         exit_file = log.parent / f"{stem}.exit_status"
         exit_file.unlink(missing_ok=True)

@@ -58,6 +58,7 @@ MAX_BACKOFF_S = 5.0
 RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
 HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a resize)
+DEMO_START_WAIT_S = 60.0  # quitting while demo agents start: wait for them, to stop them
 BUSY_POLL_S = 0.015  # while events flow: ~20 per delta at 1k ev/s, each row ~20 ms late
 
 
@@ -90,6 +91,9 @@ class ControlRoomApp(InboxActions):
             super().__init__()
             self.text = text
             self.severity = severity
+
+    class DemoStopped(Message):
+        """The demo agents this app started are stopped: the app may now exit."""
 
     class LogPath(Message):
         """Where the selected job's pane log is, for the split tail."""
@@ -141,7 +145,11 @@ class ControlRoomApp(InboxActions):
         self.history_recheck_s = history_recheck_s
         self.demo_agents = demo_agents
         self.demo_job_ids: list[str] = []
-        self._stop_bridge = threading.Event()
+        self.demo_stopped = False  # set once they are (quitting stops them)
+        self._demo_started = threading.Event()  # the start worker is past start_demo
+        # Set when the app unmounts: the bridge and every worker loop stop (a loop left
+        # running would keep the process, or a test's event loop, from closing).
+        self._stopping = threading.Event()
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
         self._mailbox = DeltaMailbox()
@@ -197,26 +205,58 @@ class ControlRoomApp(InboxActions):
     @work(thread=True, exit_on_error=False, group="bridge", description="MQTT ingest bridge")
     def _bridge(self) -> None:
         """Run the MQTT ingest bridge (if a broker is configured) until the app exits."""
-        self.source.run_bridge(self._stop_bridge)
+        self.source.run_bridge(self._stopping)
 
     def on_unmount(self) -> None:
-        self._stop_bridge.set()
+        self._stopping.set()
         self.signals.closed()
+        self.source.close()
 
     # -- start, demo and reconcile ------------------------------------------
     @work(thread=True, exit_on_error=False, group="start", description="Opening the registry")
     def _start(self) -> None:
         """Mark the start on the bus, start demo agents if asked, then reconcile."""
         try:
-            self.source.start()
+            notice = self.source.start()
         except SOURCE_ERRORS as error:  # the poller reports the same failure
             self.post_message(self.SourceFailed(error))
-        if self.demo_agents:
-            count = self.demo_agents
-            self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
-            self.demo_job_ids = self.source.start_demo(count)
-            started = counted(len(self.demo_job_ids), "demo agent")
-            self.post_message(self.Notice(f"Started {started}"))
+        else:
+            if notice:  # another control room on this state dir
+                self.post_message(self.Notice(notice, "warning"))
+        try:
+            if self.demo_agents:
+                count = self.demo_agents
+                self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
+                self.demo_job_ids = self.source.start_demo(count)
+                started = counted(len(self.demo_job_ids), "demo agent")
+                self.post_message(self.Notice(f"Started {started}"))
+        finally:
+            self._demo_started.set()
+
+    async def action_quit(self) -> None:
+        """Leave; with demo agents of this app's own, stop them first (and only them)."""
+        if not self.demo_agents or self.demo_stopped:
+            self.exit()
+        elif not self._busy("demo-stop"):  # a second q waits for the first
+            self.notify(f"Stopping the {counted(self.demo_agents, 'demo agent')}…")
+            self._stop_demo()
+
+    def _busy(self, group: str) -> bool:
+        """Whether a worker of ``group`` is still at work."""
+        return any(worker.group == group for worker in self.workers)
+
+    @work(thread=True, exit_on_error=False, group="demo-stop", description="Stopping demo agents")
+    def _stop_demo(self) -> None:
+        """Stop the demo agents this app started, then exit (whatever happened)."""
+        try:
+            self._demo_started.wait(DEMO_START_WAIT_S)  # q pressed while they were starting
+            self.source.stop_demo(list(self.demo_job_ids))
+            self.demo_stopped = True
+        finally:
+            self.post_message(self.DemoStopped())
+
+    def on_control_room_app_demo_stopped(self) -> None:
+        self.exit()
 
     @work(
         thread=True,
@@ -230,7 +270,7 @@ class ControlRoomApp(InboxActions):
         worker = get_current_worker()
         failure = ""
         interval = self.reconcile_interval_s or RECONCILE_INTERVAL_S
-        while not worker.is_cancelled:
+        while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 notice = self.source.reconcile()
             except Exception as error:
@@ -257,7 +297,7 @@ class ControlRoomApp(InboxActions):
         worker = get_current_worker()
         cursor, failure, backoff_s = 0, "", self.poll_interval_s
         previous: Delta | None = None
-        while not worker.is_cancelled:
+        while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 delta = self.source.poll(cursor)
             except SOURCE_ERRORS as error:
@@ -288,6 +328,8 @@ class ControlRoomApp(InboxActions):
             time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
 
     def on_control_room_app_delta_ready(self) -> None:
+        if self.main.is_mounted and not self.is_running:
+            return  # the app is closing: its screens' widgets are being removed
         if not self.main.is_mounted:  # not mounted yet (or torn down): ring again soon
             # Composed is not enough: a widget whose message loop has not started
             # yet drops the idle prompts that its refreshes and a DataTable's
@@ -611,12 +653,41 @@ class ControlRoomApp(InboxActions):
         if not (job_id := self._selected_job()):
             return
         job = self._job_row(job_id)
-        if job is not None and job.status not in RESUMABLE:
+        interrupted = job is not None and job.activity == "interrupted"
+        if job is not None and job.status not in RESUMABLE and not interrupted:
             self._refuse(
-                f"{job_id} is {job.status}: only an errored or cancelled job can be resumed"
+                f"{job_id} is {job.status}: only an errored, cancelled or interrupted job "
+                "can be resumed"
             )
             return
         self._call(f"Resuming {job_id}", f"Resumed job {job_id}", "resume", job_id)
+
+    def action_resume_interrupted(self) -> None:
+        """Every interrupted job back in a new pane: `job resume --all-interrupted`."""
+        if self._busy("resume-interrupted"):  # a second R would resume them twice
+            self.notify("Still resuming the interrupted jobs…")
+            return
+        self.notify("Resuming every interrupted job…")
+        self._resume_interrupted()
+
+    @work(
+        thread=True,
+        exit_on_error=False,
+        group="resume-interrupted",
+        description="Resuming interrupted jobs",
+    )
+    def _resume_interrupted(self) -> None:
+        try:
+            resumed = self.source.resume_interrupted()
+        except SOURCE_ERRORS as error:
+            raise self.ActionFailed(f"Could not resume the interrupted jobs: {error}") from error
+        if resumed.job_ids:
+            back = counted(len(resumed.job_ids), "interrupted job")
+            self.post_message(self.Notice(f"Resumed {back}: {', '.join(resumed.job_ids)}"))
+        for job_id, why in resumed.failed.items():
+            self.post_message(self.Notice(f"Could not resume {job_id}: {why}", "error"))
+        if not resumed.job_ids and not resumed.failed:
+            self.post_message(self.Notice("No interrupted job to resume"))
 
     def action_stop_session(self) -> None:
         label: str | None = getattr(self.screen, "selected_session", None)

@@ -84,7 +84,15 @@ COMMANDS: tuple[Command, ...] = (
         "r",
         "resume_job",
         "Resume",
-        "Resume the selected errored/cancelled job",
+        "Resume the selected errored, cancelled or interrupted job",
+        show=False,
+    ),
+    Command(
+        "interrupted",
+        "R",
+        "resume_interrupted",
+        "Resume all",
+        "Resume every interrupted job (tmux killed, a reboot)",
         show=False,
     ),
     Command(

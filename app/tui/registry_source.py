@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, cast
 from app.agents import adapter_for, built_in_adapters
 from app.agents.base import ANSWERS as ANSWER_ORDER
 from app.orchestration import Orchestrator
+from app.orchestration.demo import start_demo, stop_demo
 from app.orchestration.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
+from app.review.worktree import default_worktree
 from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import AnswerNotReceived, TmuxError
+from app.tui.room_lock import ControlRoomLock
 from app.tui.source import (
     AnswerOutcome,
     AnswerReply,
@@ -42,6 +45,7 @@ from app.tui.source import (
     JobRow,
     JobStatus,
     Liveness,
+    Resumed,
     SessionRow,
     SessionState,
     Snapshot,
@@ -51,13 +55,14 @@ from app.tui.source import (
 from bus import heartbeats
 from bus.db import now_ms, translate
 from bus.messages import Message, Outgoing
-from registry.activity import Observation, describe_source, observation_of
+from registry.activity import Observation, describe_source, interruption, observation_of
 from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.needs_you import Signal, claim, watched
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -76,6 +81,12 @@ MOVED_ON_SEC = 6.0
 """After the answer went in: how long the registry has to show the agent moving on
 (the supervisor or the control room's reconcile records it within a pass or two)."""
 
+# What a work-tree job's row says while its review waits for a person.
+REVIEW_PROGRESS = {
+    "IN_REVIEW": "in review: press v",
+    "APPROVED": "approved, not merged yet: press v",
+}
+
 
 def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
@@ -89,15 +100,24 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
 
 
 def job_row(
-    job: Job, status_reason: str | None = None, answers: tuple[AnswerReply, ...] = ("yes", "no")
+    job: Job,
+    status_reason: str | None = None,
+    answers: tuple[AnswerReply, ...] = ("yes", "no"),
+    review: str | None = None,
 ) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
     job got its status when no event of its agent says so (a cancel, the control
     room failing a job whose pane exited); the row then shows that instead of an
-    event from before (a cancelled job still read "permission_required")."""
+    event from before (a cancelled job still read "permission_required").
+    `review`: a work-tree job's review state; one waiting for a person says so."""
     last_event, detail = job.last_event, job.last_detail or ""
     if status_reason is not None and job.status in FINAL_STATUSES:
         last_event, detail = job.status, status_reason
+    if review in REVIEW_PROGRESS:
+        detail = REVIEW_PROGRESS[review]
+    interrupted = interruption(job.activity, job.activity_data) if job.status == "running" else None
+    if interrupted is not None:  # why it stopped, not its last progress
+        detail = interrupted
     return JobRow(
         job_id=job.job_id,
         status=cast(JobStatus, job.status),
@@ -156,8 +176,9 @@ def event_detail(payload: dict[str, Any]) -> str:
 
 
 def event_row(message: Message) -> EventRow | None:
-    """A stream line for a `job.event` message, or for a status change nobody's
-    event explains (a cancel, a resume, an expired lease); None for the rest."""
+    """A stream line for a `job.event` message, for a status change nobody's event
+    explains (a cancel, a resume, an expired lease), or for a review's move; None
+    for the rest."""
     payload = message.payload if isinstance(message.payload, dict) else {}
     job_id = str(message.correlation_id or payload.get("job_id", ""))
     if message.type == "job.event":
@@ -169,6 +190,9 @@ def event_row(message: Message) -> EventRow | None:
             detail=event_detail(payload),
         )
     reason = str(payload.get("reason", ""))
+    if message.type == "review.status" and payload.get("to"):  # a work-tree job's review moved
+        detail = f"{payload.get('from') or 'new'} → {payload.get('to')}: {reason}"
+        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="review", detail=detail)
     if message.type == "job.status" and not moved_by_agent(reason):
         detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
@@ -218,6 +242,10 @@ class RegistrySource:
         self._broker_state: BrokerState = "none"
         self._in_review = 0
         self._agent_answers: dict[str, tuple[AnswerReply, ...]] = {}
+        self._seen_in_review: set[str] | None = None  # in review at the last reconcile
+        self._interrupted = 0
+        self._interrupted_told = 0  # how many interrupted jobs the last notice named
+        self._room_lock = ControlRoomLock(settings.state_dir)
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -271,7 +299,7 @@ class RegistrySource:
         else:
             messages = self.registry.bus.read_after(after_seq, limit=BATCH)
             cursor = messages[-1].seq if messages else after_seq
-            job_ids = {m.correlation_id for m in messages if m.type.startswith("job.")}
+            job_ids = {m.correlation_id for m in messages if m.type.startswith(("job.", "review."))}
             found = self._jobs_by_id(sorted(i for i in job_ids if i))
             jobs = list(found.values())
             events = [row for m in messages if (row := event_row(m)) is not None]
@@ -285,6 +313,7 @@ class RegistrySource:
         if changed_counts:
             self._counts = self._count_jobs()
             self._in_review = self.review_service.in_review()
+            self._interrupted = self._count_interrupted(notices)
         sessions = None
         if time.monotonic() - self._sessions_at >= SESSIONS_EVERY_S:
             self._sessions_at = time.monotonic()
@@ -293,8 +322,14 @@ class RegistrySource:
         reasons = self.registry.status_reasons(
             job.job_id for job in jobs if job.status in FINAL_STATUSES
         )
+        reviewing = self.review_service.states([job.job_id for job in jobs])
         rows = [
-            job_row(job, reasons.get(job.job_id), self._answers(job) if job.waiting else ANSWERS)
+            job_row(
+                job,
+                reasons.get(job.job_id),
+                self._answers(job) if job.waiting else ANSWERS,
+                reviewing.get(job.job_id),
+            )
             for job in jobs
         ]
         if after_seq <= 0:
@@ -310,6 +345,7 @@ class RegistrySource:
                 events_per_s=self._rate(),
                 broker_state=broker,
                 in_review=self._in_review,
+                interrupted=self._interrupted,
             ),
             notices=tuple(notices),
         )
@@ -352,6 +388,21 @@ class RegistrySource:
     def _count_jobs(self) -> dict[str, int]:
         rows = self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status")
         return {str(row[0]): int(row[1]) for row in rows}
+
+    def _count_interrupted(self, notices: list[str]) -> int:
+        """Running jobs whose pane is gone; a notice when there are more than last said
+        (after a reboot, the first thing to know on opening the control room)."""
+        rows = self._rows(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND activity = 'interrupted'"
+        )
+        count = int(rows[0][0]) if rows else 0
+        if count > self._interrupted_told:
+            notices.append(
+                f"{counted(count, 'job')} interrupted (agent pane gone: a reboot, or tmux "
+                "killed): R resumes them all"
+            )
+        self._interrupted_told = count
+        return count
 
     def _rate(self) -> float:
         horizon = self.clock_ms() - RATE_WINDOW_MS
@@ -409,8 +460,9 @@ class RegistrySource:
             # No running job and no beat of its own: nothing is expected to beat.
             liveness: Liveness = "unknown" if job_id else "idle"
             age_s: float | None = None
-            if beat is not None:
-                liveness = cast(Liveness, str(beat.liveness(at_ms)))
+            if beat is not None:  # a fresh beat written for a dead agent still says dead
+                fresh = cast(Liveness, str(beat.liveness(at_ms)))
+                liveness = "DEAD" if beat.status == "dead" else fresh
                 age_s = max(0.0, (at_ms - beat.ts_ms) / 1000)
             rows.append(
                 SessionRow(
@@ -485,8 +537,10 @@ class RegistrySource:
         return self.settings.state_dir / "logs" / job_id / "pane.log"
 
     # -- lifecycle --------------------------------------------------------------
-    def start(self) -> None:
-        """Mark the control room's start on the bus (History shows restarts)."""
+    def start(self) -> str | None:
+        """Mark the control room's start on the bus (History shows restarts); a notice
+        when another control room already has this state dir open (both work)."""
+        holder = self._room_lock.acquire()
         self.registry.bus.publish(
             Outgoing(
                 type="control.started",
@@ -494,19 +548,40 @@ class RegistrySource:
                 payload={"pid": os.getpid(), "state_dir": str(self.settings.state_dir)},
             )
         )
+        if holder is None:
+            return None
+        who = f"pid {holder}" if holder else "its pid not known yet"
+        return f"Another control room ({who}) has this state dir open: both work, on one registry"
+
+    def close(self) -> None:
+        """The app is closing: another control room may now be the first."""
+        self._room_lock.release()
 
     def reconcile(self) -> str | None:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
         a line for the user only when the pass changed something."""
         report = self.orchestrator.reconcile()
-        ready = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        moved = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        in_review = self.review_service.ready_for_review()
+        # whichever process brought them up (this pass, the supervisor, a command)
+        seen = self._seen_in_review if self._seen_in_review is not None else set(in_review)
+        ready = [job_id for job_id in in_review if job_id not in seen or job_id in moved]
+        self._seen_in_review = set(in_review)
         lines = [report.summary()] if report.acted else []
         if ready:
             lines.append(f"Ready for review (v): {', '.join(ready)}")
         return "\n".join(lines) or None
 
     def start_demo(self, agents: int) -> list[str]:
-        return [job.job_id for job in self.orchestrator.start_demo(agents)]
+        return [job.job_id for job in start_demo(self.orchestrator, agents)]
+
+    def stop_demo(self, job_ids: list[str]) -> int:
+        return stop_demo(self.orchestrator, job_ids)
+
+    def resume_interrupted(self) -> Resumed:
+        failed: dict[str, str] = {}
+        resumed = self.orchestrator.resume_interrupted(failed=failed)
+        return Resumed(tuple(job.job_id for job in resumed), failed)
 
     # -- actions ----------------------------------------------------------------
     def cancel(self, job_id: str) -> None:
@@ -551,7 +626,10 @@ class RegistrySource:
         return claim(self.registry.bus, signal, by=CONTROL_AGENT)
 
     def submit(self, prompt: str, agent: str, agent_session: str) -> str:
-        return self.orchestrator.submit(prompt, agent, agent_session).job_id
+        """A new job in the control room's directory; with ORCHESTRATE_WORKTREE=auto in a
+        git repository, on its own branch and work tree (as `submit` does)."""
+        plan = default_worktree(self.settings, Path.cwd())
+        return self.orchestrator.submit(prompt, agent, agent_session, worktree=plan).job_id
 
     def installed_agents(self) -> list[str]:
         kinds = [a.kind for a in built_in_adapters() if a.kind != "demo" and which(a.executable)]
@@ -570,7 +648,8 @@ class RegistrySource:
 
 
 def open_source(settings: Settings, *, tmux_socket: str | None = None) -> RegistrySource:
-    """The source over the registry in `settings.state_dir`.
+    """The source over the registry in `settings.state_dir`, with the MQTT ingest bridge
+    of the `MQTT_*` environment (none without a broker).
 
     Opening touches nothing: the database is opened by the first poll, in a
     worker, so a broken one becomes a notice in the running app.

@@ -164,6 +164,15 @@ class Snapshot:
     events_per_s: float = 0.0
     broker_state: BrokerState = "none"
     in_review: int = 0  # work-tree jobs waiting for a person's review
+    interrupted: int = 0  # running jobs whose agent pane is gone (a reboot, tmux killed)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What resuming every interrupted job did: those back in a pane, those not and why."""
+
+    job_ids: tuple[str, ...] = ()
+    failed: Mapping[str, str] = field(default_factory=dict)  # job id -> why not
 
 
 @dataclass(frozen=True)
@@ -251,8 +260,13 @@ class ControlRoomSource(Protocol):
         the command that attaches to it (it lives on orchestrate's tmux server)."""
         ...
 
-    def start(self) -> None:
-        """Called once when the app opens (the real source marks a restart on the bus)."""
+    def start(self) -> str | None:
+        """Called once when the app opens (the real source marks a restart on the bus);
+        a notice for the user, such as another control room having this state dir open."""
+        ...
+
+    def close(self) -> None:
+        """Called once when the app closes."""
         ...
 
     def reconcile(self) -> str | None:
@@ -261,6 +275,14 @@ class ControlRoomSource(Protocol):
 
     def start_demo(self, agents: int) -> list[str]:
         """Start `agents` demo agents as real jobs; returns their job ids."""
+        ...
+
+    def stop_demo(self, job_ids: list[str]) -> int:
+        """Stop the demo agents of these jobs (only those); how many panes were stopped."""
+        ...
+
+    def resume_interrupted(self) -> Resumed:
+        """Start every interrupted job's agent again (as `job resume --all-interrupted`)."""
         ...
 
     def run_bridge(self, stop: threading.Event) -> None:

@@ -1,160 +1,290 @@
 """The aggregates of ``schema.py`` computed in plain Python: the reference the Spark job
-is tested against, and readable proof of what each number means."""
+is tested against, and readable proof of what each number means.
+
+One pass over the facts in bus order, with a small state per job: its status (as
+its ``job.status`` moves left it), its activity while it runs and since when, its
+latest enqueue and move to running. Each activity interval is split at hour
+boundaries into the hours it covers.
+"""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from registry.activity import ACTIVITIES
+from registry.history.facts import Fact, fact_of_line
 from registry.history.schema import (
     CONTROL_STARTED,
-    EVENT_KINDS,
+    ENDED_STATUSES,
     JOB_EVENT,
     JOB_REGISTERED,
     JOB_STATUS,
-    JOB_TYPES,
-    KEPT_TYPES,
-    TERMINAL_KINDS,
+    JOB_USAGE,
+    TOKEN_COLUMNS,
     UNKNOWN_AGENT,
     exact_percentile,
 )
 
+HOUR_MS = 3_600_000
+
 
 @dataclass
 class _Bucket:
+    """One (hour, agent) row in the making."""
+
     events: int = 0
     jobs_registered: int = 0
     jobs_started: int = 0
     jobs_completed: int = 0
     jobs_errored: int = 0
+    jobs_cancelled: int = 0
+    retries: int = 0
     run_ms: list[int] = field(default_factory=list)
     wait_ms: list[int] = field(default_factory=list)
+    response_ms: list[int] = field(default_factory=list)
+    answered: int = 0
+    activity_ms: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACTIVITIES, 0))
+
+
+@dataclass
+class _Usage:
+    messages: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
+    cost_micro_usd: int | None = None
+
+
+@dataclass
+class _Job:
+    """What the pass remembers of one job."""
+
+    status: str | None = None  # its latest job.status move; None: never moved (pending)
+    activity: str | None = None  # while running
+    since_ms: int = 0
+    enqueued: tuple[int, int] | None = None  # (seq, ts_ms) of its latest enqueue
+    running: tuple[int, int] | None = None  # (seq, ts_ms) of its latest move to running
+    previous: Fact | None = None  # its fact just before the current one
 
 
 @dataclass(frozen=True)
-class _Fact:
-    seq: int
-    ts_ms: int
-    type: str
-    job_id: str | None
-    event: str | None
-    agent: str | None
-    status_to: str | None
+class Aggregates:
+    """Everything a build writes, as rows (``schema``'s column names)."""
+
+    hourly: list[dict[str, Any]]  # sorted by hour, agent
+    usage: list[dict[str, Any]]  # sorted by hour, agent, model, measured
+    markers: list[dict[str, Any]]  # sorted by hour
+    open_jobs: list[str]  # jobs still running at the cut-off, sorted
+    cutoff_ms: int
 
 
-def _hour(ts_ms: int) -> datetime:
-    moment = datetime.fromtimestamp(ts_ms // 1000, tz=UTC)
-    return moment.replace(minute=0, second=0, microsecond=0)
+def hour_of(ts_ms: int) -> datetime:
+    """``ts_ms`` truncated to its hour, UTC."""
+    return datetime.fromtimestamp((ts_ms - ts_ms % HOUR_MS) // 1000, tz=UTC)
 
 
-def _agent_of(agents: dict[str, str | None], job: str) -> str:
-    agent = agents.get(job)
-    return UNKNOWN_AGENT if agent is None else agent
+def facts_of_lines(lines: Iterable[str]) -> list[Fact]:
+    """The facts of JSONL lines; malformed lines and ignored types dropped."""
+    return [fact for fact in map(fact_of_line, lines) if isinstance(fact, Fact)]
 
 
-def _fact(line: str) -> _Fact | None:
-    """A kept message, or None for a malformed line or an ignored type (as Spark)."""
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict):
-        return None
-    seq: Any = message.get("seq")
-    ts_ms: Any = message.get("ts_ms")
-    kind = message.get("type")
-    # bool is an int subclass in Python but not a JSON number for Spark: exact type check.
-    if type(seq) is not int or type(ts_ms) is not int or not isinstance(kind, str):
-        return None
-    payload = message.get("payload")
-    if kind in KEPT_TYPES and payload is not None and not isinstance(payload, dict):
-        return None  # Spark flags the whole line corrupt: malformed
-    payload = payload if isinstance(payload, dict) else {}
-    job_id = message.get("correlation_id")
-    if job_id is None:
-        job_id = payload.get("job_id")
-    if kind in JOB_TYPES and job_id is None:
-        return None
-    event = payload.get("event") if kind == JOB_EVENT else None
-    if kind == JOB_EVENT and event not in EVENT_KINDS:
-        return None
-    if kind not in (*JOB_TYPES, CONTROL_STARTED):
-        return None
-    return _Fact(
-        seq=seq,
-        ts_ms=ts_ms,
-        type=kind,
-        job_id=job_id if kind != CONTROL_STARTED else None,
-        event=event,
-        agent=payload.get("agent") if kind == JOB_REGISTERED else None,
-        status_to=payload.get("to") if kind == JOB_STATUS else None,
-    )
+def aggregate_lines(lines: Iterable[str], cutoff_ms: int | None = None) -> Aggregates:
+    """The aggregates of a JSONL export (see ``aggregate_facts``)."""
+    return aggregate_facts(facts_of_lines(lines), cutoff_ms)
 
 
-def aggregate_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(hourly rows sorted by hour, agent; restart markers sorted by hour) from JSONL lines."""
-    facts = sorted((f for f in map(_fact, lines) if f is not None), key=lambda f: f.seq)
-    unique = list({f.seq: f for f in facts}.values())
-    agents: dict[str, str | None] = {}
-    for fact in unique:
-        if fact.type == JOB_REGISTERED and fact.job_id not in agents:
-            agents[str(fact.job_id)] = fact.agent
-    buckets: dict[tuple[datetime, str], _Bucket] = defaultdict(_Bucket)
-    markers: dict[datetime, int] = defaultdict(int)
-    last_enqueue: dict[str, tuple[int, int]] = {}  # job -> (seq, ts_ms)
-    last_start: dict[str, tuple[int, int]] = {}
-    for fact in unique:
+class _Pass:
+    """The one pass over the facts (``aggregate_facts``)."""
+
+    def __init__(self, agents: dict[str, str], cutoff_ms: int) -> None:
+        self.agents = agents
+        self.cutoff_ms = cutoff_ms
+        self.buckets: dict[tuple[datetime, str], _Bucket] = defaultdict(_Bucket)
+        self.usage: dict[tuple[datetime, str, str, bool], _Usage] = defaultdict(_Usage)
+        self.markers: dict[datetime, int] = defaultdict(int)
+        self.jobs: dict[str, _Job] = defaultdict(_Job)
+
+    def bucket(self, ts_ms: int, job_id: str) -> _Bucket:
+        return self.buckets[(hour_of(ts_ms), self.agents.get(job_id, UNKNOWN_AGENT))]
+
+    def spend(self, job_id: str, activity: str, start_ms: int, end_ms: int) -> None:
+        """Add the interval [start, end) of ``activity`` to the hours it covers."""
+        while start_ms < end_ms:
+            hour_end = start_ms - start_ms % HOUR_MS + HOUR_MS
+            piece_end = min(end_ms, hour_end)
+            self.bucket(start_ms, job_id).activity_ms[activity] += piece_end - start_ms
+            start_ms = piece_end
+
+    def end_activity(self, job_id: str, job: _Job, ts_ms: int, *, moved_on: bool) -> None:
+        """The job's current activity ends at ``ts_ms``: by another activity
+        (``moved_on``) or by the job leaving running."""
+        if job.activity is None:
+            return
+        self.spend(job_id, job.activity, job.since_ms, ts_ms)
+        if job.activity == "waiting":
+            bucket = self.bucket(ts_ms, job_id)
+            bucket.response_ms.append(ts_ms - job.since_ms)
+            bucket.answered += moved_on
+        job.activity = None
+
+    def start_activity(self, job_id: str, job: _Job, activity: str, ts_ms: int) -> None:
+        self.end_activity(job_id, job, ts_ms, moved_on=True)
+        job.activity, job.since_ms = activity, ts_ms
+
+    def take(self, fact: Fact) -> None:
         if fact.type == CONTROL_STARTED:
-            markers[_hour(fact.ts_ms)] += 1
-            continue
-        job = str(fact.job_id)
-        enqueue, start = last_enqueue.get(job), last_start.get(job)
-        ends = fact.type == JOB_STATUS and fact.status_to in TERMINAL_KINDS
-        if fact.type != JOB_STATUS or ends:
-            bucket = buckets[(_hour(fact.ts_ms), _agent_of(agents, job))]
-            if fact.type == JOB_REGISTERED:
-                bucket.jobs_registered += 1
-            elif fact.type == JOB_EVENT:
-                bucket.events += 1
-                if fact.event == "started":
-                    bucket.jobs_started += 1
-                    if enqueue is not None:
-                        bucket.wait_ms.append(fact.ts_ms - enqueue[1])
-            else:  # the job ended: completed or error, whoever moved it there
-                if fact.status_to == "completed":
+            self.markers[hour_of(fact.ts_ms)] += 1
+            return
+        job_id = str(fact.job_id)
+        job = self.jobs[job_id]
+        if fact.type == JOB_REGISTERED:
+            self.bucket(fact.ts_ms, job_id).jobs_registered += 1
+            job.enqueued = (fact.seq, fact.ts_ms)
+        elif fact.type == JOB_EVENT:
+            self.bucket(fact.ts_ms, job_id).events += 1
+            if fact.activity is not None and job.status == "running":
+                self.start_activity(job_id, job, fact.activity, fact.ts_ms)
+        elif fact.type == JOB_STATUS:
+            self.move(job_id, job, fact)
+        elif fact.type == JOB_USAGE:
+            self.count_usage(job_id, fact)
+        job.previous = fact
+
+    def move(self, job_id: str, job: _Job, fact: Fact) -> None:
+        """A job.status move: counts, durations, and the activity it starts or ends."""
+        target, ts_ms = fact.status_to, fact.ts_ms
+        if target not in ("pending", "running", *ENDED_STATUSES):
+            return  # not a status of the job machine: nothing to count
+        bucket = self.bucket(ts_ms, job_id)
+        if target == "running":
+            bucket.jobs_started += 1
+            if job.enqueued is not None:
+                bucket.wait_ms.append(ts_ms - job.enqueued[1])
+            job.running = (fact.seq, ts_ms)
+            # An event that arrived while the job was pending started it: the job runs
+            # with that event's activity (its status move follows it on the bus).
+            before = job.previous
+            started_by_event = (
+                before is not None
+                and before.type == JOB_EVENT
+                and before.activity is not None
+                and job.status in (None, "pending")
+            )
+            first = before.activity if started_by_event and before else "starting"
+            self.start_activity(job_id, job, str(first), ts_ms)
+        else:
+            if job.status == "running":
+                self.end_activity(job_id, job, ts_ms, moved_on=False)
+            if target == "pending":
+                bucket.retries += 1
+                job.enqueued = (fact.seq, ts_ms)
+            elif target == "cancelled":
+                bucket.jobs_cancelled += 1
+            else:
+                if target == "completed":
                     bucket.jobs_completed += 1
                 else:
                     bucket.jobs_errored += 1
+                start, enqueue = job.running, job.enqueued
                 if start is not None and (enqueue is None or enqueue[0] < start[0]):
-                    bucket.run_ms.append(fact.ts_ms - start[1])
-        if fact.type == JOB_REGISTERED or (fact.type == JOB_STATUS and fact.status_to == "pending"):
-            last_enqueue[job] = (fact.seq, fact.ts_ms)
-        if fact.event == "started":
-            last_start[job] = (fact.seq, fact.ts_ms)
-    rows = []
-    for (hour, agent), b in sorted(buckets.items()):
-        ended = b.jobs_completed + b.jobs_errored
-        rows.append(
-            {
-                "hour": hour,
-                "agent": agent,
-                "events": b.events,
-                "jobs_registered": b.jobs_registered,
-                "jobs_started": b.jobs_started,
-                "jobs_completed": b.jobs_completed,
-                "jobs_errored": b.jobs_errored,
-                "error_rate": b.jobs_errored / ended if ended else None,
-                "runs": len(b.run_ms),
-                "run_ms_p50": exact_percentile(b.run_ms, 0.5),
-                "run_ms_p95": exact_percentile(b.run_ms, 0.95),
-                "waits": len(b.wait_ms),
-                "wait_ms_p50": exact_percentile(b.wait_ms, 0.5),
-                "wait_ms_p95": exact_percentile(b.wait_ms, 0.95),
-            }
+                    bucket.run_ms.append(ts_ms - start[1])
+        job.status = target
+
+    def count_usage(self, job_id: str, fact: Fact) -> None:
+        agent = self.agents.get(job_id, UNKNOWN_AGENT)
+        key = (hour_of(fact.ts_ms), agent, str(fact.model), bool(fact.measured))
+        usage = self.usage[key]
+        usage.messages += 1
+        counts = (
+            fact.input_tokens,
+            fact.output_tokens,
+            fact.cache_read_tokens,
+            fact.cache_write_tokens,
         )
-    restart_rows = [{"hour": h, "restarts": n} for h, n in sorted(markers.items())]
-    return rows, restart_rows
+        for index, count in enumerate(counts):
+            usage.tokens[index] += count or 0
+        if fact.cost_micro_usd is not None:
+            usage.cost_micro_usd = (usage.cost_micro_usd or 0) + fact.cost_micro_usd
+
+    def finish(self) -> list[str]:
+        """Count every job still running up to the cut-off; the ids of those jobs."""
+        open_jobs = []
+        for job_id, job in self.jobs.items():
+            if job.activity is not None:
+                self.spend(job_id, job.activity, job.since_ms, self.cutoff_ms)
+                open_jobs.append(job_id)
+        return sorted(open_jobs)
+
+
+def aggregate_facts(facts: Iterable[Fact], cutoff_ms: int | None = None) -> Aggregates:
+    """Hourly rows, usage rows, restart markers and the jobs open at the cut-off, from
+    facts in any order (they are taken by seq; a repeated seq counts once).
+    ``cutoff_ms``: where a job still running stops being counted; default (and at
+    least) the newest fact."""
+    unique = sorted({fact.seq: fact for fact in facts}.values(), key=lambda fact: fact.seq)
+    newest = max((fact.ts_ms for fact in unique), default=0)
+    cutoff = newest if cutoff_ms is None else max(cutoff_ms, newest)
+    agents: dict[str, str] = {}
+    for fact in unique:
+        if fact.type == JOB_REGISTERED and fact.job_id not in agents:
+            agents[str(fact.job_id)] = UNKNOWN_AGENT if fact.agent is None else fact.agent
+    state = _Pass(agents, cutoff)
+    for fact in unique:
+        state.take(fact)
+    open_jobs = state.finish()
+    return Aggregates(
+        hourly=[_hourly_row(hour, agent, b) for (hour, agent), b in sorted(state.buckets.items())],
+        usage=[_usage_row(key, usage) for key, usage in sorted(state.usage.items())],
+        markers=[{"hour": h, "restarts": n} for h, n in sorted(state.markers.items())],
+        open_jobs=open_jobs,
+        cutoff_ms=cutoff,
+    )
+
+
+def _hourly_row(hour: datetime, agent: str, b: _Bucket) -> dict[str, Any]:
+    ended = b.jobs_completed + b.jobs_errored
+    row: dict[str, Any] = {
+        "hour": hour,
+        "agent": agent,
+        "events": b.events,
+        "jobs_registered": b.jobs_registered,
+        "jobs_started": b.jobs_started,
+        "jobs_completed": b.jobs_completed,
+        "jobs_errored": b.jobs_errored,
+        "jobs_cancelled": b.jobs_cancelled,
+        "retries": b.retries,
+        "error_rate": b.jobs_errored / ended if ended else None,
+        "runs": len(b.run_ms),
+        "run_ms_p50": exact_percentile(b.run_ms, 0.5),
+        "run_ms_p95": exact_percentile(b.run_ms, 0.95),
+        "waits": len(b.wait_ms),
+        "wait_ms_p50": exact_percentile(b.wait_ms, 0.5),
+        "wait_ms_p95": exact_percentile(b.wait_ms, 0.95),
+    }
+    row |= {f"{activity}_ms": ms for activity, ms in b.activity_ms.items()}
+    row |= {
+        "asks": len(b.response_ms),
+        "answered": b.answered,
+        "response_ms_p50": exact_percentile(b.response_ms, 0.5),
+        "response_ms_p95": exact_percentile(b.response_ms, 0.95),
+        "run_values": sorted(b.run_ms),
+        "wait_values": sorted(b.wait_ms),
+        "response_values": sorted(b.response_ms),
+    }
+    return row
+
+
+def _usage_row(key: tuple[datetime, str, str, bool], usage: _Usage) -> dict[str, Any]:
+    hour, agent, model, measured = key
+    row: dict[str, Any] = {
+        "hour": hour,
+        "agent": agent,
+        "model": model,
+        "measured": measured,
+        "messages": usage.messages,
+    }
+    row |= dict(zip(TOKEN_COLUMNS, usage.tokens, strict=True))
+    row["agent_cost_micro_usd"] = usage.cost_micro_usd
+    return row

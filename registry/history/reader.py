@@ -14,23 +14,35 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.schema import AGG_COLUMNS, MARKER_COLUMNS, HistoryPaths
+from registry.history.schema import (
+    AGG_COLUMNS,
+    MARKER_COLUMNS,
+    PERCENTILE_MEASURES,
+    USAGE_COLUMNS,
+    HistoryPaths,
+)
 from registry.history.watermark import load_state
 
 UTC_US = pa.timestamp("us", tz="UTC")
-# The on-disk schemas of the two aggregate files (the Spark job casts to these).
-AGG_SCHEMA = pa.schema(
+VALUES = pa.list_(pa.int64())
+# The on-disk schemas of the aggregate files (the Spark job casts to these).
+_TYPES: dict[str, pa.DataType] = {
+    "hour": UTC_US,
+    "agent": pa.string(),
+    "error_rate": pa.float64(),
+    **{
+        f"{measure}_ms_{p}": pa.float64() for measure in PERCENTILE_MEASURES for p in ("p50", "p95")
+    },
+    **{f"{measure}_values": VALUES for measure in PERCENTILE_MEASURES},
+}
+AGG_SCHEMA = pa.schema([(name, _TYPES.get(name, pa.int64())) for name in AGG_COLUMNS])
+USAGE_SCHEMA = pa.schema(
     [
         ("hour", UTC_US),
         ("agent", pa.string()),
-        *[(name, pa.int64()) for name in AGG_COLUMNS[2:7]],
-        ("error_rate", pa.float64()),
-        ("runs", pa.int64()),
-        ("run_ms_p50", pa.float64()),
-        ("run_ms_p95", pa.float64()),
-        ("waits", pa.int64()),
-        ("wait_ms_p50", pa.float64()),
-        ("wait_ms_p95", pa.float64()),
+        ("model", pa.string()),
+        ("measured", pa.bool_()),
+        *[(name, pa.int64()) for name in USAGE_COLUMNS[4:]],
     ]
 )
 MARKER_SCHEMA = pa.schema([("hour", UTC_US), ("restarts", pa.int64())])
@@ -50,6 +62,8 @@ class HourlyAggregate(NamedTuple):
     jobs_started: int
     jobs_completed: int
     jobs_errored: int
+    jobs_cancelled: int
+    retries: int
     error_rate: float | None
     runs: int
     run_ms_p50: float | None
@@ -57,6 +71,59 @@ class HourlyAggregate(NamedTuple):
     waits: int
     wait_ms_p50: float | None
     wait_ms_p95: float | None
+    starting_ms: int
+    working_ms: int
+    waiting_ms: int
+    idle_ms: int
+    stalled_ms: int
+    exited_ms: int
+    interrupted_ms: int
+    asks: int
+    answered: int
+    response_ms_p50: float | None
+    response_ms_p95: float | None
+    run_values: list[int]
+    wait_values: list[int]
+    response_values: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        out = self._asdict()
+        out["hour"] = _iso(self.hour)
+        return out
+
+
+def empty_row(hour: datetime, agent: str, **fields: Any) -> dict[str, Any]:
+    """An hourly row as the build writes it, every count 0 and every percentile empty
+    but ``fields`` (fixtures and tests)."""
+    row: dict[str, Any] = {name: 0 for name in AGG_COLUMNS}
+    row |= {name: None for name in AGG_COLUMNS if name.endswith(("_p50", "_p95", "_rate"))}
+    row |= {f"{measure}_values": [] for measure in PERCENTILE_MEASURES}
+    return row | {"hour": hour, "agent": agent} | fields
+
+
+class UsageRow(NamedTuple):
+    """The tokens of one agent and model in one hour; ``measured``: the agent's own
+    usage record (else its own estimate, as Aider's)."""
+
+    hour: datetime
+    agent: str
+    model: str
+    measured: bool
+    messages: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    agent_cost_micro_usd: int | None
+
+    @property
+    def tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = self._asdict()
@@ -80,17 +147,23 @@ class HistorySnapshot:
     built_at: datetime | None
     facts_rows: int
     malformed_total: int
+    usage: tuple[UsageRow, ...] = ()
+    cutoff: datetime | None = None  # jobs still running were counted up to here
+    running: int = 0  # jobs still running at the cut-off
 
     @property
     def agents(self) -> tuple[str, ...]:
-        return tuple(sorted({row.agent for row in self.rows}))
+        return tuple(sorted({row.agent for row in self.rows} | {u.agent for u in self.usage}))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "built_at": _iso(self.built_at) if self.built_at else None,
+            "cutoff": _iso(self.cutoff) if self.cutoff else None,
+            "running_at_cutoff": self.running,
             "facts_rows": self.facts_rows,
             "malformed_total": self.malformed_total,
             "rows": [row.to_json() for row in self.rows],
+            "usage": [row.to_json() for row in self.usage],
             "restarts": [{"hour": _iso(m.hour), "restarts": m.restarts} for m in self.restarts],
         }
 
@@ -147,16 +220,16 @@ def _rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
 
 
 FileVersion = tuple[int, int, int] | None  # one file's (inode, size, mtime_ns), or None
-FileVersions = tuple[FileVersion, ...]  # the three files ``load_history`` reads
+FileVersions = tuple[FileVersion, ...]  # the four files ``load_history`` reads
 
 
 def history_version(state_dir: Path) -> FileVersions:
     """What the files ``load_history`` reads look like now (inode, size, mtime; None
     for a missing one): a build replaces them, so an unchanged version means a
-    snapshot read earlier is still what a read would return. Three stats."""
+    snapshot read earlier is still what a read would return. Four stats."""
     paths = HistoryPaths(state_dir)
     versions: list[FileVersion] = []
-    for path in (paths.aggregates, paths.markers, paths.state):
+    for path in (paths.aggregates, paths.usage, paths.markers, paths.state):
         try:
             stat = path.stat()
         except OSError:
@@ -176,20 +249,27 @@ def load_history(state_dir: Path) -> HistorySnapshot:
         raise HistoryNotBuilt(
             f"no history in {paths.root}: run `orchestrate history build`"
         ) from None
-    try:
-        marker_rows = _read(paths.markers, MARKER_COLUMNS)
-    except FileNotFoundError:
-        marker_rows = iter(())
+    marker_rows = _read_optional(paths.markers, MARKER_COLUMNS)
+    usage_rows = _read_optional(paths.usage, USAGE_COLUMNS)
     state = load_state(paths)
-    built_at = (
-        datetime.fromtimestamp(state.built_at_ms / 1000, tz=UTC)
-        if state and state.built_at_ms
-        else None
-    )
     return HistorySnapshot(
         rows=tuple(starmap(HourlyAggregate, agg_rows)),
         restarts=tuple(starmap(RestartMarker, marker_rows)),
-        built_at=built_at,
+        built_at=_moment(state.built_at_ms if state else 0),
         facts_rows=state.facts_rows if state else 0,
         malformed_total=state.malformed_total if state else 0,
+        usage=tuple(starmap(UsageRow, usage_rows)),
+        cutoff=_moment(state.cutoff_ms if state else 0),
+        running=len(state.open_jobs) if state else 0,
     )
+
+
+def _read_optional(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    try:
+        return _read(path, columns)
+    except FileNotFoundError:
+        return iter(())
+
+
+def _moment(ms: int) -> datetime | None:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms else None

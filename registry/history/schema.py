@@ -4,29 +4,59 @@ Definitions shared by the Spark job and the plain-Python reference
 (``aggregate_py``), so both compute the same numbers:
 
 * Every message is placed by its bus commit time ``ts_ms`` (UTC), ordered by
-  the bus ``seq``; the event's own ``timestamp`` is advisory and ignored.
+  the bus ``seq``; the event's own ``timestamp`` is advisory and ignored. The
+  one exception is a ``job.usage`` message, placed at the time the agent's
+  transcript gives its model message (``payload.at_ms``, checked by the
+  registry when it recorded it).
 * The agent of a job is the ``agent`` of its first ``job.registered``
   message (by seq), else ``"unknown"``.
-* ``hour`` is ``ts_ms`` truncated to the hour, UTC.
+* ``hour`` is the time truncated to the hour, UTC.
 * ``events``: ``job.event`` messages in that hour for that agent.
-* ``jobs_registered`` / ``jobs_started``: ``job.registered`` messages and
-  ``started`` events in that hour.
-* ``jobs_completed`` / ``jobs_errored``: ``job.status`` messages moving a job
-  to ``completed`` / ``error`` in that hour: the registry's record of a job
-  ending, whoever ended it (the agent's own event, a queue worker, the control
-  room failing a job whose pane died or whose permission was denied, a person).
-  A resumed job counts once per attempt.
+* ``jobs_registered``: ``job.registered`` messages; ``jobs_started``:
+  ``job.status`` moves to ``running`` (each attempt that started).
+* ``jobs_completed`` / ``jobs_errored`` / ``jobs_cancelled``: ``job.status``
+  moves to ``completed`` / ``error`` / ``cancelled``: the registry's record of
+  a job ending, whoever ended it (the agent's own event, a queue worker, the
+  control room failing a job whose pane died, a person). A resumed job counts
+  once per attempt. ``retries``: moves back to ``pending`` (a resume, a lease
+  expiry, an interrupted agent restarted).
 * ``error_rate``: errored / (completed + errored); null when neither.
-* Queue wait of a ``started`` event: its ts minus the latest earlier enqueue
-  of the same job (its ``job.registered``, or a ``job.status`` to
-  ``pending``, i.e. a resume or a lease expiry). Counted in the hour of the
-  ``started`` event.
-* Run duration of a job ending (its ``job.status`` to ``completed``/``error``):
-  its ts minus the latest earlier ``started`` event of the same job, provided
-  no enqueue came between them. Counted in the hour the job ended.
+* Queue wait: the move to ``running`` minus the latest earlier enqueue of the
+  job (its ``job.registered``, or a move to ``pending``), counted in the hour
+  of the move to running.
+* Run duration of a job ending (a move to ``completed``/``error``): its ts minus
+  the latest earlier move to ``running``, provided no enqueue came between
+  them. Counted in the hour the job ended.
+* Activity (what the agent does while its job runs, ``registry.activity``):
+  a move to ``running`` starts it as ``starting``; a ``job.event`` then sets it:
+  an ``activity`` event to its ``data.activity``, ``started``/``progress`` to
+  ``working``, ``permission_required`` to ``waiting``. An event that arrives while
+  the job is still pending moves it to running in the same transaction (its
+  ``job.status`` follows it on the bus): the job starts with that event's activity
+  instead of ``starting``. Events after the job left running change nothing.
+  Any move out of ``running`` ends the activity. A job still running at the
+  build's cut-off (``cutoff_ms``: the time the bus was exported, else the last
+  message of the input) is counted up to it.
+* ``<activity>_ms``: milliseconds each agent spent in each activity in that hour;
+  an interval crossing hours is split at the hour boundaries.
+* ``asks``: times an agent stopped waiting for a person (each change to
+  ``waiting`` is a new question), counted in the hour the wait ended; ``answered``:
+  those the agent moved on from (another activity), the rest ended with the job
+  leaving running (cancelled, failed, requeued). ``response_ms_*``: how long
+  each ended wait lasted. A wait still open at the cut-off is in ``waiting_ms``
+  only.
 * ``*_p50`` / ``*_p95`` (milliseconds): the exact percentile with linear
   interpolation between closest ranks, as Spark's ``percentile``: sort the n
-  values, position = (n - 1) * p, interpolate between floor and ceil.
+  values, position = (n - 1) * p, interpolate between floor and ceil. Each
+  hourly row also keeps its sorted values (``*_values``), so a day or a range
+  of hours has exact percentiles too (the concatenation of its hours' values).
+* Usage (``usage_hourly``): per hour, agent, model and whether the tokens were
+  measured (the agent's own usage record) or estimated (Aider's own count):
+  the sums of input, output, cache-read and cache-write tokens, of the agent's
+  own cost estimate where it gives one (in millionths of a US dollar, so sums
+  are exact), and the number of model messages. Cost
+  from the price table (``prices.py``) is applied when read, never stored, so
+  editing the prices needs no rebuild.
 * Restart markers: the hours holding a ``control.started`` message, with
   how many.
 """
@@ -38,16 +68,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from registry.activity import ACTIVITIES
+from registry.events import EVENT_TYPES
+
 # Message types the pipeline keeps; any other type is read and ignored.
 JOB_REGISTERED = "job.registered"
 JOB_EVENT = "job.event"
 JOB_STATUS = "job.status"
+JOB_USAGE = "job.usage"
 CONTROL_STARTED = "control.started"
-KEPT_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, CONTROL_STARTED)
-JOB_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS)
-EVENT_KINDS = ("started", "progress", "permission_required", "completed", "error")
+KEPT_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE, CONTROL_STARTED)
+JOB_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE)
+EVENT_KINDS = tuple(EVENT_TYPES)
 TERMINAL_KINDS = ("completed", "error")
+ENDED_STATUSES = ("completed", "error", "cancelled")
 UNKNOWN_AGENT = "unknown"
+UNKNOWN_MODEL = "unknown"
+# The activity a job.event shows, by its kind (an ``activity`` event says its own).
+EVENT_ACTIVITY = {"started": "working", "progress": "working", "permission_required": "waiting"}
+ACTIVITY_MS_COLUMNS = tuple(f"{activity}_ms" for activity in ACTIVITIES)
+TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 CORRUPT_COLUMN = "_corrupt_record"
 
@@ -57,14 +97,39 @@ CORRUPT_COLUMN = "_corrupt_record"
 # same in an ignored message type (a chat whose payload is a string) is not.
 INPUT_DDL = (
     "seq BIGINT, ts_ms BIGINT, type STRING, correlation_id STRING, "
-    "payload STRUCT<job_id: STRING, agent: STRING, event: STRING, `to`: STRING>, "
+    "payload STRUCT<job_id: STRING, agent: STRING, event: STRING, `to`: STRING, "
+    "data: STRUCT<activity: STRING>, at_ms BIGINT, model STRING, "
+    + ", ".join(f"{name}: BIGINT" for name in TOKEN_COLUMNS)
+    + ", cost_micro_usd: BIGINT, measured: BOOLEAN>, "
     f"{CORRUPT_COLUMN} STRING"
 )
 
-# The facts table: one row per kept message, partitioned by ``date``.
-FACT_COLUMNS = ("seq", "ts", "type", "job_id", "event", "agent", "status_to", "date")
+# The facts: one row per kept message (``ts_ms`` is where it counts: a usage
+# message's own time). The columns every input format becomes; facts Spark parsed
+# from JSONL are also partitioned by ``date`` (of ts_ms, UTC).
+FACT_COLUMNS = (
+    "seq",
+    "ts_ms",
+    "type",
+    "job_id",
+    "event",
+    "agent",
+    "status_to",
+    "activity",
+    "model",
+    *TOKEN_COLUMNS,
+    "cost_micro_usd",
+    "measured",
+)
+FACTS_DDL = (
+    "seq BIGINT, ts_ms BIGINT, type STRING, job_id STRING, event STRING, agent STRING, "
+    "status_to STRING, activity STRING, model STRING, "
+    + ", ".join(f"{name} BIGINT" for name in TOKEN_COLUMNS)
+    + ", cost_micro_usd BIGINT, measured BOOLEAN"
+)
 
 # The hourly aggregate table, in column order.
+PERCENTILE_MEASURES = ("run", "wait", "response")  # run duration, queue wait, wait for a person
 AGG_COLUMNS = (
     "hour",
     "agent",
@@ -73,6 +138,8 @@ AGG_COLUMNS = (
     "jobs_started",
     "jobs_completed",
     "jobs_errored",
+    "jobs_cancelled",
+    "retries",
     "error_rate",
     "runs",
     "run_ms_p50",
@@ -80,6 +147,23 @@ AGG_COLUMNS = (
     "waits",
     "wait_ms_p50",
     "wait_ms_p95",
+    *ACTIVITY_MS_COLUMNS,
+    "asks",
+    "answered",
+    "response_ms_p50",
+    "response_ms_p95",
+    "run_values",
+    "wait_values",
+    "response_values",
+)
+USAGE_COLUMNS = (
+    "hour",
+    "agent",
+    "model",
+    "measured",
+    "messages",
+    *TOKEN_COLUMNS,
+    "agent_cost_micro_usd",
 )
 MARKER_COLUMNS = ("hour", "restarts")
 
@@ -103,6 +187,17 @@ class HistoryPaths:
     def aggregates(self) -> Path:
         """Hourly per-agent aggregates: one small parquet file, replaced atomically."""
         return self.root / "agg_hourly.parquet"
+
+    @property
+    def usage(self) -> Path:
+        """Tokens per hour, agent and model (cost is applied when read)."""
+        return self.root / "usage_hourly.parquet"
+
+    @property
+    def segments(self) -> Path:
+        """The bus as facts, in parquet segments `history build` appends from the bus
+        (``registry.history.segments``): the default input, read with no parsing."""
+        return self.root / "segments"
 
     @property
     def markers(self) -> Path:

@@ -1,12 +1,21 @@
 """Deterministic generated bus exports for the history tests and benchmark.
 
 Produces what ``bus.export`` writes: one message per line, seq increasing with
-commit time, with jobs that queue, start, report progress, end (some in
-error, some resumed and run again, some failed by the control room without an
-event of their own, some cancelled), control-room restarts, and chat messages
-the pipeline must ignore. As the registry does, every status move is also a
-``job.status`` message: running when the job is handed to its pane, and the end
-right after the event that caused it.
+commit time, with jobs that queue, start, end (some in error, some resumed and
+run again, some failed by the control room without an event of their own, some
+cancelled), control-room restarts, and chat messages the pipeline must ignore.
+As the registry does, every status move is also a ``job.status`` message:
+running when the job is handed to its pane, and the end right after the event
+that caused it.
+
+Jobs report in one of two ways, as real ones do: a demo-style agent publishes
+started/progress/permission_required events; a real CLI's activity arrives as
+``activity`` events (working, waiting for a person, idle, stalled, exited) from its
+hooks or screen, with the person's answers as ``input`` events and its token usage
+as ``job.usage`` messages placed at the transcript's own times. Some jobs start by
+their first event while still pending (the status move follows it), some are
+interrupted (their pane lost) and restarted, some wait for a person for hours, and
+whatever is cut off at the end is still running at the cut-off.
 """
 
 from __future__ import annotations
@@ -19,6 +28,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 AGENTS = ("claude", "codex", "aider", "gemini")
+MODELS = {
+    "claude": ("claude-sonnet-4-5", "claude-opus-4-1"),
+    "codex": ("gpt-5-codex",),
+    "gemini": ("gemini-2.5-pro",),
+    "aider": ("openai/gpt-4.1",),
+}
 HOUR_MS = 3_600_000
 DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -27,80 +42,174 @@ def _iso(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[dict[str, Any]]:
-    """Everything one job puts on the bus, unsorted, with commit times."""
-    out: list[dict[str, Any]] = [
-        {
-            "ts_ms": t0,
-            "from_agent": "control",
-            "type": "job.registered",
-            "correlation_id": job_id,
-            "payload": {
-                "job_id": job_id,
-                "agent": agent,
-                "agent_session": f"{agent}-1",
-                "created_at": _iso(t0),
-            },
-        }
-    ]
-    event_seq = 0
-    now = t0
+class _Job:
+    """The messages of one generated job, with their commit times."""
 
-    def status(before: str, after: str) -> None:
-        out.append(
+    def __init__(self, rng: random.Random, job_id: str, agent: str, t0: int) -> None:
+        self.rng, self.job_id, self.agent, self.now = rng, job_id, agent, t0
+        self.event_seq = 0
+        self.usage_n = 0
+        self.out: list[dict[str, Any]] = []
+
+    def registered(self) -> None:
+        payload = {
+            "job_id": self.job_id,
+            "agent": self.agent,
+            "agent_session": f"{self.agent}-1",
+            "created_at": _iso(self.now),
+        }
+        self.message("control", "job.registered", payload)
+
+    def message(self, sender: str, kind: str, payload: dict[str, Any], **extra: Any) -> None:
+        self.out.append(
             {
-                "ts_ms": now,
-                "from_agent": "control",
-                "type": "job.status",
-                "correlation_id": job_id,
-                "payload": {"job_id": job_id, "from": before, "to": after, "reason": "x"},
+                "ts_ms": self.now,
+                "from_agent": sender,
+                "type": kind,
+                "correlation_id": self.job_id,
+                "payload": payload,
+                **extra,
             }
         )
 
+    def status(self, before: str, after: str) -> None:
+        payload = {"job_id": self.job_id, "from": before, "to": after, "reason": "x"}
+        self.message("control", "job.status", payload)
+
+    def event(self, kind: str, detail: str = "", data: dict[str, Any] | None = None) -> None:
+        self.event_seq += 1
+        payload = {
+            "schema_version": 1,
+            "seq": self.event_seq,
+            "job_id": self.job_id,
+            "event": kind,
+            "timestamp": _iso(self.now),
+            "detail": detail or f"{kind} step",
+            "data": {"n": self.event_seq, **(data or {})},
+        }
+        self.message(self.job_id, "job.event", payload, id=f"{self.job_id}:{self.event_seq}")
+
+    def activity(self, activity: str) -> None:
+        self.event("activity", activity, {"activity": activity, "source": f"hook:{self.agent}:x"})
+
+    def usage(self) -> None:
+        """One model message's tokens, recorded a little after the transcript's time."""
+        rng = self.rng
+        self.usage_n += 1
+        aider = self.agent == "aider"
+        payload: dict[str, Any] = {
+            "job_id": self.job_id,
+            "at_ms": self.now - rng.randint(0, 30_000),
+            "model": rng.choice(MODELS[self.agent]),
+            "input_tokens": rng.randint(200, 30_000),
+            "output_tokens": rng.randint(5, 4_000),
+            "cache_read_tokens": 0 if aider else rng.randint(0, 50_000),
+            "cache_write_tokens": 0 if aider or rng.random() < 0.5 else rng.randint(0, 5_000),
+            "measured": not aider,
+            "source": f"{self.agent} transcript",
+        }
+        if aider:
+            payload["cost_micro_usd"] = rng.randint(50, 20_000)
+        self.message("control", "job.usage", payload, id=f"{self.job_id}:usage:{self.usage_n}")
+
+    def wait(self, low: int, high: int) -> None:
+        self.now += self.rng.randint(low, high)
+
+
+def _demo_attempt(job: _Job, end: str | None, *, started: bool) -> None:
+    """A demo-style agent: it publishes its own events (``started`` already, when its
+    started event is what moved the job to running)."""
+    rng = job.rng
+    kinds = ([] if started else ["started"]) + ["progress"] * rng.randint(0, 8)
+    if rng.random() < 0.1:
+        kinds.insert(min(2, len(kinds)), "permission_required")
+    if end is not None:
+        kinds.append(end)
+    for kind in kinds:
+        job.wait(0, 0) if kind == "started" else job.wait(50, 400_000)
+        job.event(kind)
+
+
+def _real_attempt(job: _Job, end: str | None) -> str:
+    """A real CLI: activity from its hooks, answers from a person, usage from its
+    transcript. Returns how it ended: the job's status, or "cancelled" while waiting."""
+    rng = job.rng
+    for _turn in range(rng.randint(1, 4)):
+        job.wait(50, 3_000)
+        job.activity("working")
+        for _call in range(rng.randint(1, 3)):
+            job.wait(500, 90_000)
+            job.usage()
+        if rng.random() < 0.35:
+            job.wait(100, 60_000)
+            job.activity("waiting")
+            long_wait = rng.random() < 0.08  # nobody there: hours
+            job.wait(HOUR_MS, 3 * HOUR_MS) if long_wait else job.wait(300, 240_000)
+            if rng.random() < 0.05:
+                return "cancelled"  # the person cancelled instead of answering
+            job.event("input", "answered yes", {"kind": "answer", "answer": "yes"})
+            job.activity("working")
+        if rng.random() < 0.05:
+            job.wait(1_000, 200_000)
+            job.activity("stalled")
+            job.wait(1_000, 100_000)
+            job.activity("working")
+        job.wait(500, 120_000)
+        job.activity("idle")
+        job.wait(100, 30_000)
+    if end is not None:
+        if rng.random() < 0.3:
+            job.activity("exited")
+            job.wait(10, 2_000)
+        if rng.random() < 0.5:  # else the control room ends it (done when idle)
+            job.event(end)
+    return end or "error"
+
+
+def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[dict[str, Any]]:
+    """Everything one job puts on the bus, unsorted, with commit times."""
+    job = _Job(rng, job_id, agent, t0)
+    job.registered()
+    real = rng.random() < 0.6
     attempts = 2 if rng.random() < 0.1 else 1
     for attempt in range(attempts):
-        now += rng.randint(100, 120_000)  # queue wait
-        status("pending", "running")
-        now += rng.randint(50, 2_000)  # the agent starting in its pane
-        kinds = ["started"] + ["progress"] * rng.randint(0, 8)
-        if rng.random() < 0.1:
-            kinds.insert(2, "permission_required")
+        job.wait(100, 120_000)  # queue wait
+        # a queue worker's agent: its started event moves the pending job to running
+        started_by_event = not real and rng.random() < 0.2
+        if started_by_event:
+            job.event("started")
+        job.status("pending", "running")
+        job.wait(50, 2_000)  # the agent starting in its pane
         last_attempt = attempt == attempts - 1
         roll = rng.random()
         end = "completed" if last_attempt and roll < 0.85 else "error"
+        if real and rng.random() < 0.05:  # its pane lost (tmux killed), then restarted
+            job.activity("working")
+            job.wait(1_000, 300_000)
+            job.activity("interrupted")
+            job.wait(5_000, 2 * HOUR_MS)
+            job.status("running", "pending")
+            job.wait(100, 5_000)
+            job.status("pending", "running")
+            job.wait(50, 2_000)
         # The control room ends some jobs itself (a dead pane, a cancel): no event.
         ended_by_control = "error" if roll > 0.97 else "cancelled" if roll > 0.95 else None
-        if ended_by_control is None:
-            kinds.append(end)
-        for kind in kinds:
-            now += 0 if kind == "started" else rng.randint(50, 400_000)
-            event_seq += 1
-            out.append(
-                {
-                    "ts_ms": now,
-                    "from_agent": agent,
-                    "type": "job.event",
-                    "correlation_id": job_id,
-                    "id": f"{job_id}:{event_seq}",
-                    "payload": {
-                        "schema_version": 1,
-                        "seq": event_seq,
-                        "job_id": job_id,
-                        "event": kind,
-                        "timestamp": _iso(now),
-                        "detail": f"{kind} step",
-                        "data": {"n": event_seq},
-                    },
-                }
-            )
+        reported_end = None if ended_by_control else end
+        if real:
+            if _real_attempt(job, reported_end) == "cancelled":
+                ended_by_control = "cancelled"
+        else:
+            _demo_attempt(job, reported_end, started=started_by_event)
         if ended_by_control is not None:
-            now += rng.randint(1000, 60_000)
+            job.wait(1000, 60_000)
             end = ended_by_control
-        status("running", end)
+        job.status("running", end)
+        if end == "cancelled":
+            break
         if not last_attempt:
-            now += rng.randint(1000, 60_000)
-            status(end, "pending")
-    return out
+            job.wait(1000, 60_000)
+            job.status(end, "pending")
+    return job.out
 
 
 def generate_lines(

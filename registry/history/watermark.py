@@ -31,7 +31,7 @@ from registry.history.errors import BuildAlreadyRunning, CorruptHistory, NoHisto
 from registry.history.schema import HistoryPaths
 from registry.wording import counted
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: facts carry ts_ms, activity and usage; cut-off and open jobs kept
 CHECK_BYTES = 256
 COPY_CHUNK = 1 << 20
 
@@ -59,6 +59,9 @@ class BuildState:
     malformed_total: int = 0
     malformed_last: int = 0
     new_rows_last: int = 0
+    cutoff_ms: int = 0  # jobs still running were counted up to here
+    open_jobs: list[str] = field(default_factory=list)  # the jobs running at cutoff_ms
+    segments_seq: int = 0  # the last bus seq of the segments read (segment input)
     version: int = STATE_VERSION
 
     def to_json(self) -> str:
@@ -94,7 +97,10 @@ def load_state(paths: HistoryPaths) -> BuildState | None:
     except FileNotFoundError:
         return None
     try:
-        return BuildState.from_dict(json.loads(text))
+        raw = json.loads(text)
+        if isinstance(raw, dict) and raw.get("version", STATE_VERSION) != STATE_VERSION:
+            return None  # an older layout: the next build is a full one
+        return BuildState.from_dict(raw)
     except (ValueError, TypeError) as exc:
         raise CorruptHistory(f"cannot read {paths.state}: {exc}") from exc
 

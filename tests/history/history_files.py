@@ -3,6 +3,7 @@ they share (see ``start_cluster_build``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from registry.history.aggregate_py import aggregate_lines
 from registry.history.synthetic import generate_lines
 
 MALFORMED = [
@@ -61,13 +63,28 @@ def write_export(state_dir: Path, lines: Sequence[str], *, append: bool = False)
     return path
 
 
-def outputs(state_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The built aggregates and restart markers as row dicts, read with pyarrow."""
+Outputs = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[str]]
+
+
+def outputs(state_dir: Path) -> Outputs:
+    """What a build wrote: hourly aggregates, usage and restart markers as row dicts
+    (read with pyarrow), and the jobs it found running at its cut-off."""
     history = state_dir / "history"
+    state = json.loads((history / "state.json").read_text())
     return (
         pq.read_table(history / "agg_hourly.parquet").to_pylist(),
+        pq.read_table(history / "usage_hourly.parquet").to_pylist(),
         pq.read_table(history / "markers.parquet").to_pylist(),
+        state["open_jobs"],
     )
+
+
+def expected(lines: Sequence[str], state_dir: Path) -> Outputs:
+    """The plain-Python reference's answer for ``lines``, at the cut-off the build of
+    ``state_dir`` used."""
+    state = json.loads((state_dir / "history" / "state.json").read_text())
+    result = aggregate_lines(lines, state["cutoff_ms"])
+    return result.hourly, result.usage, result.markers, result.open_jobs
 
 
 def copy_state(source: Path, target: Path) -> Path:

@@ -28,6 +28,13 @@ pytestmark = [
 ]
 
 SMALL = ("--master", "local[1]", "--driver-memory", "512m")
+# Recording an archive costs a JVM ~35 s of CPU over a plain build, and the shared
+# local-cluster build that records the suite's one (three JVMs) ~80 s: together a
+# quarter of the default run's CPU. The tests that record or map an archive, and
+# the ones that kill or fail a recording build (fault injection), run in CI's
+# `scripts/test --all`; the default run keeps the JVM plan's unit tests
+# (test_jvm_plan.py) and the two cheap JVM tests below.
+RECORDS = pytest.mark.slow
 SPARK_SUBMIT = "org.apache.spark.deploy.SparkSubmit"  # the driver JVM's main class
 
 
@@ -45,6 +52,7 @@ def build(
     )
 
 
+@RECORDS
 def test_the_first_build_records_one_complete_archive(cluster_build: ClusterBuild) -> None:
     """The first build (the shared local-cluster one, with an empty cache dir) says it
     records, waits for the JVM to write the archive at exit, and keeps exactly one."""
@@ -56,6 +64,7 @@ def test_the_first_build_records_one_complete_archive(cluster_build: ClusterBuil
     assert (cache / files[0]).stat().st_size > 10_000_000  # Spark's classes, not a stub
 
 
+@RECORDS
 def test_a_later_build_maps_the_archive(
     cluster_build: ClusterBuild, events: list[str], tmp_path: Path
 ) -> None:
@@ -76,6 +85,7 @@ def damaged_copy(cache: Path, into: Path) -> Path:
     return into
 
 
+@RECORDS
 def test_a_damaged_archive_is_ignored(
     cluster_build: ClusterBuild, events: list[str], tmp_path: Path
 ) -> None:
@@ -92,6 +102,7 @@ def test_a_damaged_archive_is_ignored(
     assert SPARK_REFUSED in log and "bad magic number" not in log
 
 
+@RECORDS
 def test_xshare_on_refuses_a_damaged_archive(
     cluster_build: ClusterBuild, events: list[str], tmp_path: Path
 ) -> None:
@@ -107,6 +118,7 @@ def test_xshare_on_refuses_a_damaged_archive(
     assert "bad magic number" in log and SPARK_REFUSED not in log
 
 
+@RECORDS
 def test_a_jvm_that_fails_to_start_leaves_no_recording(tmp_path: Path, events: list[str]):
     """A first build whose JVM cannot start (a bad master) writes an archive as it
     exits; it is incomplete (no build ran), so it is removed, not kept or left behind."""
@@ -175,6 +187,7 @@ def build_until(state_dir: Path, cache: Path, progress: str) -> subprocess.Popen
     raise AssertionError(f"the build ended before printing {progress!r}")
 
 
+@RECORDS
 def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
     tmp_path: Path, events: list[str]
 ) -> None:

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, load_history
+from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, empty_row, load_history
 from registry.history.schema import HistoryPaths
 from registry.history.synthetic import generate_lines
 from registry.history.watermark import build_lock
@@ -40,22 +40,31 @@ def fixed_history(tmp_path: Path) -> Path:
     state_dir = tmp_path / "state"
     history = state_dir / "history"
     history.mkdir(parents=True)
-    row = {
-        "hour": HOUR,
-        "agent": "claude",
-        "events": 40,
-        "jobs_registered": 6,
-        "jobs_started": 5,
-        "jobs_completed": 3,
-        "jobs_errored": 1,
-        "error_rate": 0.25,
-        "runs": 4,
-        "run_ms_p50": 90_500.0,
-        "run_ms_p95": 400_000.0,
-        "waits": 5,
-        "wait_ms_p50": 1_200.0,
-        "wait_ms_p95": 4_000.0,
-    }
+    row = empty_row(
+        HOUR,
+        "claude",
+        **{
+            "events": 40,
+            "jobs_registered": 6,
+            "jobs_started": 5,
+            "jobs_completed": 3,
+            "jobs_errored": 1,
+            "error_rate": 0.25,
+            "runs": 4,
+            "run_ms_p50": 90_500.0,
+            "run_ms_p95": 400_000.0,
+            "waits": 5,
+            "wait_ms_p50": 1_200.0,
+            "wait_ms_p95": 4_000.0,
+            "run_values": [60_000, 90_000, 91_000, 400_000],
+            "wait_values": [500, 1_000, 1_200, 3_000, 4_000],
+            "working_ms": 1_800_000,
+            "waiting_ms": 600_000,
+            "asks": 2,
+            "answered": 1,
+            "response_values": [20_000, 580_000],
+        },
+    )
     pq.write_table(pa.Table.from_pylist([row], schema=AGG_SCHEMA), history / "agg_hourly.parquet")
     markers = [{"hour": HOUR, "restarts": 2}]
     pq.write_table(pa.Table.from_pylist(markers, schema=MARKER_SCHEMA), history / "markers.parquet")
@@ -79,11 +88,19 @@ def test_show_json_prints_the_aggregates(fixed_history: Path) -> None:
 
 
 def test_show_prints_a_table(fixed_history: Path) -> None:
-    """The human view names the agent, the hour, the restart marker and the durations."""
+    """The human view names the agent, the hour, the restart marker and the durations;
+    per agent, where the time went and how long it waited for a person (exact p50 and
+    p95 of its waits), and where the cost estimates come from."""
     proc = orchestrate(fixed_history, "history", "show")
     assert proc.returncode == 0, proc.stderr
     for text in ("2026-01-01 09:00 ⟳2", "claude", "1m30s", "6m40s", "25", "restarts"):
         assert text in proc.stdout
+    (agent_row,) = [line for line in proc.stdout.splitlines() if line.startswith("│ claude")]
+    cells = [cell.strip() for cell in agent_row.strip("│").split("│")]
+    assert cells[:8] == ["claude", "3", "1", "0", "0", "30m00s", "10m00s", "0.0s"]
+    assert cells[9:13] == ["2", "1", "5m00s", "9m12s"]  # p95 of 20 s and 580 s: 552 s
+    assert f"estimates from {fixed_history / 'prices.toml'}" in proc.stdout.replace("\n", "")
+    assert (fixed_history / "prices.toml").is_file()  # the default, written on first use
 
 
 @pytest.fixture
@@ -97,22 +114,22 @@ def month_history(tmp_path: Path) -> Path:
     for n in range(30 * 24):
         errored = n % 2
         rows.append(
-            {
-                "hour": HOUR + timedelta(hours=n),
-                "agent": "claude",
-                "events": 5,
-                "jobs_registered": 3,
-                "jobs_started": 3,
-                "jobs_completed": 2,
-                "jobs_errored": errored,
-                "error_rate": errored / (2 + errored),
-                "runs": 2 + errored,
-                "run_ms_p50": 60_000.0,
-                "run_ms_p95": 90_000.0,
-                "waits": 3,
-                "wait_ms_p50": 1_000.0,
-                "wait_ms_p95": 2_000.0,
-            }
+            empty_row(
+                HOUR + timedelta(hours=n),
+                "claude",
+                events=5,
+                jobs_registered=3,
+                jobs_started=3,
+                jobs_completed=2,
+                jobs_errored=errored,
+                error_rate=errored / (2 + errored),
+                runs=2 + errored,
+                run_ms_p50=60_000.0,
+                run_ms_p95=90_000.0,
+                waits=3,
+                wait_ms_p50=1_000.0,
+                wait_ms_p95=2_000.0,
+            )
         )
     pq.write_table(pa.Table.from_pylist(rows, schema=AGG_SCHEMA), history / "agg_hourly.parquet")
     last = HOUR + timedelta(hours=30 * 24 - 1)
@@ -268,21 +285,27 @@ def test_reader_import_stays_light() -> None:
     subprocess.run([sys.executable, "-c", light], check=True, timeout=60)
 
 
-def test_build_brings_the_bus_export_up_to_date_first(tmp_path: Path) -> None:
-    """After demo agents ran, `history build` alone is enough: it exports the bus first
-    (checked here up to the point Spark would start, with a master Spark refuses)."""
+def test_build_brings_the_bus_segments_up_to_date_first(tmp_path: Path) -> None:
+    """After demo agents ran, `history build` alone is enough: it appends the bus's new
+    messages to its parquet segments first, once (checked here up to the point Spark
+    would start, with a master Spark refuses)."""
+    from registry.history.segments import list_segments
     from registry.jobs import Registry
 
     registry = Registry.open(tmp_path)
     job = registry.register(prompt="p", agent="demo", agent_session="s")
     registry.publish(job.job_id, "started")
-    proc = orchestrate(
-        tmp_path, "history", "build", "--master", REFUSED_MASTER, "--no-class-archive"
-    )
+    argv = ("history", "build", "--master", REFUSED_MASTER, "--no-class-archive")
+    proc = orchestrate(tmp_path, *argv)
     assert proc.returncode == 1
-    exported = (tmp_path / "export" / "bus.jsonl").read_text().splitlines()
-    types = [json.loads(line)["type"] for line in exported]
-    assert "job.registered" in types and "job.event" in types
+    assert "history: exported 3 new bus messages to" in proc.stderr
+    (segment,) = list_segments(HistoryPaths(tmp_path))
+    facts = pq.read_table(segment.path).to_pylist()
+    assert [f["type"] for f in facts] == ["job.registered", "job.event", "job.status"]
+    assert [f["activity"] for f in facts] == [None, "working", None]
+    again = orchestrate(tmp_path, *argv)
+    assert "history: exported 0 new bus messages" in again.stderr
+    assert len(list_segments(HistoryPaths(tmp_path))) == 1
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from registry.history.aggregate_py import aggregate_lines
-from registry.history.schema import HistoryPaths
+from registry.history.schema import KEPT_TYPES, HistoryPaths
 from tests.history.history_files import (
     MALFORMED,
     ClusterBuild,
     copy_state,
+    expected,
     outputs,
     write_export,
 )
@@ -30,14 +30,21 @@ def build(spark: Any, state_dir: Path, **kwargs: Any) -> Any:
 
 
 def test_aggregates_equal_plain_python(built: Path, events: list[str]) -> None:
-    """Every number Spark writes (counts, exact p50/p95, error rate, markers) equals the
-    plain-Python reference, so the definitions in schema.py are what users see."""
-    expected_rows, expected_markers = aggregate_lines(events)
-    rows, markers = outputs(built)
+    """Every number Spark writes (counts, exact p50/p95 and their values, error rate,
+    time in each activity split at hour boundaries, waits for a person, tokens,
+    markers, the jobs still running at the cut-off) equals the plain-Python
+    reference, so the definitions in schema.py are what users see."""
+    rows, usage, markers, open_jobs = outputs(built)
+    assert (rows, usage, markers, open_jobs) == expected(events, built)
     assert len(rows) > 8 and any(row["runs"] > 20 for row in rows)
-    assert rows == expected_rows
-    assert markers == expected_markers
     assert sum(m["restarts"] for m in markers) > 0
+    for activity in ("working", "idle", "waiting", "interrupted", "stalled", "exited"):
+        assert sum(row[f"{activity}_ms"] for row in rows), activity
+    assert sum(row["asks"] for row in rows) > sum(row["answered"] for row in rows) > 20
+    assert sum(row["retries"] for row in rows) and sum(row["jobs_cancelled"] for row in rows)
+    # waits for a person longer than an hour: their time is split across the hours
+    assert max(ms for row in rows for ms in row["response_values"]) > 3_600_000
+    assert len(open_jobs) > 10 and {row["measured"] for row in usage} == {True, False}
 
 
 def test_malformed_lines_are_skipped_and_counted(built: Path, events: list[str]) -> None:
@@ -45,8 +52,7 @@ def test_malformed_lines_are_skipped_and_counted(built: Path, events: list[str])
     state = json.loads((built / "history" / "state.json").read_text())
     assert state["malformed_total"] == len(MALFORMED)
     assert state["malformed_last"] == len(MALFORMED)
-    kept = {"job.registered", "job.event", "job.status", "control.started"}
-    kept_seqs = [m["seq"] for m in map(json.loads, events) if m["type"] in kept]
+    kept_seqs = [m["seq"] for m in map(json.loads, events) if m["type"] in KEPT_TYPES]
     assert state["facts_rows"] == len(kept_seqs)
     assert state["max_seq"] == max(kept_seqs)
 
@@ -73,7 +79,7 @@ def test_incremental_build_equals_full_build(spark: Any, events: list[str], tmp_
     full = build(spark, state_dir, full=True)
     assert full.full and full.facts_rows == state["facts_rows"]
     assert outputs(state_dir) == incremental
-    assert incremental == aggregate_lines(events)
+    assert incremental == expected(events, state_dir)
 
     again = build(spark, state_dir)  # nothing new: a no-op that keeps the aggregates
     assert not again.full and again.new_facts == 0 and again.lines_read == 0
@@ -113,7 +119,7 @@ def test_a_full_build_killed_after_its_swap_is_redone_not_doubled(
     build(spark, state_dir)
     write_export(state_dir, events[3000:], append=True)
 
-    def interrupted(facts: Any) -> Any:
+    def interrupted(facts: Any, cutoff_ms: int) -> Any:
         raise KeyboardInterrupt  # what SIGINT raises mid-aggregation
 
     with monkeypatch.context() as patch:
@@ -121,13 +127,13 @@ def test_a_full_build_killed_after_its_swap_is_redone_not_doubled(
         with pytest.raises(KeyboardInterrupt):
             build(spark, state_dir, full=True)
     after = build(spark, state_dir)
-    kept = {"job.registered", "job.event", "job.status", "control.started"}
     assert after.full and after.facts_rows == sum(
-        json.loads(line)["type"] in kept for line in events
+        json.loads(line)["type"] in KEPT_TYPES for line in events
     )
-    assert outputs(state_dir) == aggregate_lines(events)
+    assert outputs(state_dir) == expected(events, state_dir)
 
 
+@pytest.mark.slow  # its build records the class archive too: ~80 s of CPU (test_class_archive.py)
 def test_local_cluster_gives_the_same_result(cluster_build: ClusterBuild, built: Path) -> None:
     """`--master local-cluster[2,1,1024]` runs the job on two separate executor JVMs
     (through the real CLI, so the suite's own session is untouched) and writes the same
@@ -149,14 +155,16 @@ def test_late_registration_moves_old_hours_to_its_agent(spark: Any, tmp_path: Pa
     t0 = 1_767_225_600_000
     first = [
         bus_line(1, t0 + 10, "job.event", "0000late", event="started"),
-        bus_line(2, t0 + 5000, "job.event", "0000late", event="completed"),
-        bus_line(3, t0 + 5000, "job.status", "0000late", to="completed"),
-        bus_line(4, t0 + hour, "control.started", None),
+        bus_line(2, t0 + 10, "job.status", "0000late", to="running"),
+        bus_line(3, t0 + 5000, "job.event", "0000late", event="completed"),
+        bus_line(4, t0 + 5000, "job.status", "0000late", to="completed"),
+        bus_line(5, t0 + hour, "control.started", None),
     ]
     later = [
-        bus_line(5, t0 + 2 * hour, "job.registered", "0000late", agent="codex"),
-        bus_line(6, t0 + 2 * hour + 1, "job.registered", "00000new", agent="aider"),
-        bus_line(7, t0 + 2 * hour + 90, "job.event", "00000new", event="started"),
+        bus_line(6, t0 + 2 * hour, "job.registered", "0000late", agent="codex"),
+        bus_line(7, t0 + 2 * hour + 1, "job.registered", "00000new", agent="aider"),
+        bus_line(8, t0 + 2 * hour + 90, "job.event", "00000new", event="started"),
+        bus_line(9, t0 + 2 * hour + 90, "job.status", "00000new", to="running"),
     ]
     state_dir = tmp_path / "state"
     write_export(state_dir, first)
@@ -165,9 +173,10 @@ def test_late_registration_moves_old_hours_to_its_agent(spark: Any, tmp_path: Pa
     write_export(state_dir, later, append=True)
     assert not build(spark, state_dir).full
     incremental = outputs(state_dir)
-    assert incremental == aggregate_lines(first + later)
-    agents_and_runs = [(row["agent"], row["runs"]) for row in incremental[0]]
-    assert agents_and_runs == [("codex", 1), ("aider", 0), ("codex", 0)]
+    assert incremental == expected(first + later, state_dir)
+    agents_and_runs = [(row["agent"], row["runs"], row["working_ms"]) for row in incremental[0]]
+    assert agents_and_runs == [("codex", 1, 4990), ("aider", 0, 0), ("codex", 0, 0)]
+    assert incremental[3] == ["00000new"]  # running at the cut-off, its 90th ms
     build(spark, state_dir, full=True)
     assert outputs(state_dir) == incremental
 
@@ -180,22 +189,26 @@ def test_a_job_the_control_room_failed_counts_as_errored_once(spark: Any, tmp_pa
     t0 = 1_767_225_600_000
     lines = [
         bus_line(1, t0, "job.registered", "0000self", agent="claude"),
-        bus_line(2, t0 + 100, "job.event", "0000self", event="started"),
-        bus_line(3, t0 + 900, "job.event", "0000self", event="error"),
-        bus_line(4, t0 + 900, "job.status", "0000self", to="error"),
-        bus_line(5, t0 + 1000, "job.registered", "0000dead", agent="claude"),
-        bus_line(6, t0 + 1200, "job.event", "0000dead", event="started"),
-        bus_line(7, t0 + 4200, "job.status", "0000dead", to="error"),
-        bus_line(8, t0 + 5000, "job.registered", "0000gone", agent="claude"),
-        bus_line(9, t0 + 5100, "job.event", "0000gone", event="started"),
-        bus_line(10, t0 + 5600, "job.status", "0000gone", to="cancelled"),
+        bus_line(2, t0 + 100, "job.status", "0000self", to="running"),
+        bus_line(3, t0 + 100, "job.event", "0000self", event="started"),
+        bus_line(4, t0 + 900, "job.event", "0000self", event="error"),
+        bus_line(5, t0 + 900, "job.status", "0000self", to="error"),
+        bus_line(6, t0 + 1000, "job.registered", "0000dead", agent="claude"),
+        bus_line(7, t0 + 1200, "job.status", "0000dead", to="running"),
+        bus_line(8, t0 + 1200, "job.event", "0000dead", event="started"),
+        bus_line(9, t0 + 4200, "job.status", "0000dead", to="error"),
+        bus_line(10, t0 + 5000, "job.registered", "0000gone", agent="claude"),
+        bus_line(11, t0 + 5100, "job.status", "0000gone", to="running"),
+        bus_line(12, t0 + 5100, "job.event", "0000gone", event="started"),
+        bus_line(13, t0 + 5600, "job.status", "0000gone", to="cancelled"),
     ]
     state_dir = tmp_path / "state"
     write_export(state_dir, lines)
     build(spark, state_dir)
-    (row,), _ = outputs(state_dir)
-    assert outputs(state_dir) == aggregate_lines(lines)
+    (row,), _, _, _ = outputs(state_dir)
+    assert outputs(state_dir) == expected(lines, state_dir)
     assert (row["jobs_completed"], row["jobs_errored"], row["events"]) == (0, 2, 4)
+    assert (row["jobs_cancelled"], row["jobs_started"]) == (1, 3)
     assert (row["runs"], row["run_ms_p50"]) == (2, (800 + 3000) / 2)
 
 
@@ -224,12 +237,12 @@ def test_incremental_with_untouched_older_dates(spark: Any, tmp_path: Path) -> N
     t0 = 1_767_225_600_000
     first = [
         bus_line(1, t0, "job.registered", "000000aa", agent="claude"),
-        bus_line(2, t0 + 100, "job.event", "000000aa", event="started"),
+        bus_line(2, t0 + 100, "job.status", "000000aa", to="running"),
         bus_line(3, t0 + 900, "job.event", "000000aa", event="completed"),
         bus_line(4, t0 + 900, "job.status", "000000aa", to="completed"),
         bus_line(5, t0 + day, "job.registered", "000000cc", agent="aider"),
         bus_line(6, t0 + 2 * day, "job.registered", "000000bb", agent="codex"),
-        bus_line(7, t0 + 2 * day + 50, "job.event", "000000bb", event="started"),
+        bus_line(7, t0 + 2 * day + 50, "job.status", "000000bb", to="running"),
     ]
     later = [
         bus_line(8, t0 + 2 * day + 7000, "job.event", "000000bb", event="completed"),
@@ -241,7 +254,7 @@ def test_incremental_with_untouched_older_dates(spark: Any, tmp_path: Path) -> N
     write_export(state_dir, later, append=True)
     assert not build(spark, state_dir).full
     incremental = outputs(state_dir)
-    assert incremental == aggregate_lines(first + later)
+    assert incremental == expected(first + later, state_dir)
     runs = [(row["agent"], row["runs"]) for row in incremental[0]]
     assert runs == [("claude", 1), ("aider", 0), ("codex", 1)]
 
@@ -282,7 +295,7 @@ def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path
     assert len(lines) == counted, "no line after the build returned"
 
 
-@pytest.mark.parametrize("damage", ["garbage", "foreign", "missing markers"])
+@pytest.mark.parametrize("damage", ["garbage", "foreign", "missing usage"])
 def test_an_incremental_build_repairs_unreadable_aggregates(
     spark: Any, built: Path, tmp_path: Path, damage: str
 ) -> None:
@@ -299,7 +312,7 @@ def test_an_incremental_build_repairs_unreadable_aggregates(
     elif damage == "foreign":
         pq.write_table(pa.table({"x": [1]}), paths.aggregates)
     else:
-        paths.markers.unlink()
+        paths.usage.unlink()
     lines: list[str] = []
     report = build(spark, state_dir, progress=lines.append)
     assert report.new_facts == 0 and report.agg_rows > 0

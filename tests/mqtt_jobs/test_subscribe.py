@@ -72,12 +72,18 @@ def test_error_event_exits_1_and_late_events_are_ignored(broker, cli, spawn) -> 
     assert any("error (seq 2): validation failed" in line for line in subscriber.stderr)
 
 
-def test_idle_timeout_exits_2(broker, cli, spawn) -> None:  # type: ignore[no-untyped-def]
+def test_idle_timeout_exits_2(broker, cli, spawn, state_dir) -> None:  # type: ignore[no-untyped-def]
     """No terminal event within the idle timeout: exit 2, saying which deadline passed."""
     job_id = register(cli, broker)
+    token = Registry.open(state_dir).get(job_id).auth_token
+    assert token
     subscriber = spawn("subscribe", "--job", job_id, "--idle-timeout", "1", "--timeout", "30")
     subscriber.wait_stderr("following")
-    publish(cli, job_id, "started")
+    # Published from here, not by a new `orchestrate publish` process: on a loaded
+    # machine that one took over the 1 s idle timeout to start, and the subscriber
+    # rightly gave up before the event came.
+    event = sign(build_event(job_id, 1, "started"), token)
+    publish_once(broker.config(), f"jobs/{job_id}/events", event.to_bytes())
     assert subscriber.wait() == 2
     assert events(subscriber.stdout) == [(1, "started")]
     assert any("idle timeout" in line for line in subscriber.stderr)

@@ -4,7 +4,10 @@ them back, and submit reads the broker as job register does."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from libtmux.window import Window
 
 from app.orchestration import Orchestrator
 from registry.jobs import Registry
@@ -57,6 +60,11 @@ def test_after_tmux_is_killed_interrupted_jobs_come_back_with_one_command(
         record = orch.registry.get(job.job_id)
         assert (record.status, record.activity) == ("running", "interrupted")
         assert f"job {job.job_id} → interrupted" in listed.stdout
+        assert (  # listed with the reason, and the way back
+            f"job {job.job_id} interrupted (custom in session {job.agent_session}): "
+            "its tmux server is gone (a reboot, or tmux kill-server)\n" in listed.stdout
+        )
+    assert listed.stdout.endswith("bring them back: orchestrate job resume --all-interrupted\n")
     shown = cli("job", "list")
     assert shown.stdout.count("interrupted") == 2
     resumed = cli("job", "resume", "--all-interrupted")
@@ -177,3 +185,61 @@ def test_secrets_reach_only_their_own_pane(
     assert len(tokens) == 2
     glob = orch.driver.server.cmd("show-environment", "-g").stdout
     assert not [line for line in glob if line.startswith(("MQTT_PASSWORD=", "ORCHESTRATE_JOB"))]
+
+
+def test_resume_all_interrupted_goes_past_one_that_cannot_start(
+    orch: Orchestrator, cli, wait_for, tmp_path: Path
+) -> None:
+    """One interrupted job whose agent is not installed for the resuming user (here:
+    a Gemini CLI that was only on the submitter's PATH) does not keep the others down:
+    they come back, it stays interrupted, and the command says why in one line, exit 1."""
+    bin_dir = tmp_path / "submitter-bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "gemini"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n", encoding="utf-8")
+    fake.chmod(0o755)
+    submitter = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    lost = orch.submit("b", "gemini", "beta", env=submitter)
+    back = orch.submit("a", "custom", "alpha", agent_cmd=["sleep", "60"])
+    for job in (lost, back):
+        wait_for(lambda job=job: orch.pane_log(job.job_id).stat().st_size > 0)
+    orch.driver.server.cmd("kill-server")
+    result = cli("job", "resume", "--all-interrupted")
+    assert result.returncode == 1
+    assert result.stdout == f"{back.job_id}: running\n"
+    assert result.stderr == (
+        f"orchestrate: job {lost.job_id} not resumed: Gemini CLI is not installed here "
+        "(no 'gemini' on PATH); install it, or give the command with --agent-cmd\n"
+    )
+    assert orch.registry.get(lost.job_id).activity == "interrupted"
+    pane = orch.pane_for_job(back.job_id)
+    assert pane is not None and orch.driver.pane_alive(pane)
+
+
+def test_a_pass_while_a_job_resumes_does_not_take_it_for_interrupted(
+    orch: Orchestrator, wait_for, monkeypatch
+) -> None:
+    """A supervision pass that lands while a resumed job's new window opens (the job
+    running again, its pane not tagged yet) must wait for the pane as for a first start,
+    not read the last attempt's pane log as the new pane's output and mark the job
+    interrupted again (the control room's passes run every few seconds beside R)."""
+    job = orch.submit("x", "custom", "alpha", agent_cmd=["sleep", "60"])
+    wait_for(lambda: orch.pane_log(job.job_id).stat().st_size > 0)
+    orch.reconcile()  # the pass has seen this attempt's pane
+    orch.driver.server.cmd("kill-server")
+    orch.reconcile()
+    assert orch.registry.get(job.job_id).activity == "interrupted"
+    set_option = Window.set_option
+    passes = []
+
+    def pass_first(window: Window, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not passes:  # the new window is open, its pane not yet tagged with the job
+            passes.append(orch.reconcile())
+        return set_option(window, *args, **kwargs)
+
+    monkeypatch.setattr(Window, "set_option", pass_first)
+    orch.resume_interrupted()
+    assert passes and passes[0].sampled == {job.job_id: "starting"}
+    assert orch.registry.get(job.job_id).activity != "interrupted"
+    pane = orch.pane_for_job(job.job_id)
+    assert pane is not None and orch.driver.pane_alive(pane)

@@ -188,4 +188,4 @@ def test_a_job_whose_pane_is_still_starting_is_not_failed(
     assert orch.registry.get(job.job_id).status == "running"
     monkeypatch.setattr(observer, "START_GRACE_SEC", 0.0)  # the grace has run out
     assert orch.reconcile().changed == {job.job_id: "interrupted"}
-    assert "agent pane is gone" in orch.registry.why(job.job_id)
+    assert "its tmux server is gone" in orch.registry.why(job.job_id)  # none ever ran here

@@ -36,7 +36,7 @@ def test_the_flow_is_recorded_and_explained(tmp_path: Path) -> None:
     reviews.move(job_id, "reject", "changes requested: more tests")
     reviews.move(job_id, "done", "agent finished its task", summary=summary)
     reviews.move(job_id, "approve", "approved by user")
-    done = reviews.move(job_id, "merge", "merged into main", merged=("squash", "c" * 40))
+    done = reviews.move(job_id, "merge", "merged into main", merged=("squash", "c" * 40, "d" * 40))
     assert done.state == "COMPLETED" and done.merge_mode == "squash"
     assert done.summary == summary
     assert summary.describe() == "2 commits, 3 files +40 \u22122 (1 file uncommitted)"

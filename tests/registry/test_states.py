@@ -44,6 +44,7 @@ LEGAL = [
     (WORKER, "WORKING", "IN_REVIEW"),
     (WORKER, "IN_REVIEW", "APPROVED"),
     (WORKER, "IN_REVIEW", "WORKING"),
+    (WORKER, "APPROVED", "WORKING"),
     (WORKER, "APPROVED", "COMPLETED"),
     (WORKER, "CANCELLED", "WORKING"),
     (WORKER, "FAILED", "WORKING"),
@@ -134,6 +135,7 @@ def test_named_transitions() -> None:
     assert next_state(JOB, "error", "resume") == "pending"
     assert next_state(SESSION, "running", "soft_stop") == "archived"
     assert next_state(WORKER, "IN_REVIEW", "reject") == "WORKING"
+    assert next_state(WORKER, "APPROVED", "reject") == "WORKING"  # its merge conflicted
     with pytest.raises(IllegalTransition, match=r"job abc12345: cannot resume from completed"):
         next_state(JOB, "completed", "resume", "abc12345")
     with pytest.raises(IllegalTransition, match="no transition called 'fly'"):

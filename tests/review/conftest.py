@@ -66,3 +66,25 @@ def agent_cmd() -> str:
     return shlex.join([sys.executable, str(Path(__file__).parent / "fake_agent.py")]) + (
         " {prompt_file}"
     )
+
+
+@pytest.fixture
+def rounds_agent(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The name of an agents.toml agent (the fake agent with --rounds) that works, then
+    waits at its `fake> ` prompt for more: done when idle, after a short grace. The
+    background supervisor is on, as for a user: it sees each round end."""
+    monkeypatch.setenv("ORCHESTRATE_IDLE_GRACE_SEC", "0.3")
+    monkeypatch.setenv("ORCHESTRATE_SUPERVISOR", "on")
+    command = [sys.executable, str(Path(__file__).parent / "fake_agent.py")]
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "agents.toml").write_text(
+        "[agents.fakebot]\n"
+        f"command = [{command[0]!r}, {command[1]!r}, '{{prompt_file}}', '--rounds']\n"
+        'done_when = "idle"\n'
+        "[[agents.fakebot.rules]]\n"
+        'name = "ready"\n'
+        'activity = "idle"\n'
+        "pattern = '^fake> ?$'\n",
+        encoding="utf-8",
+    )
+    return "fakebot"

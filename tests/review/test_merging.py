@@ -8,6 +8,7 @@ import pytest
 from git_repos import commit_file, finish_job, git, start_job
 
 from app.git.errors import CheckoutInTheWay
+from app.review.diffs import read_review_diff
 from app.review.flow import ReviewFlow
 from app.review.merging import approve
 from app.settings import Settings
@@ -133,3 +134,28 @@ def test_approve_only_from_review(settings: Settings, repo: Path) -> None:
     flow.follow_jobs()
     with pytest.raises(IllegalTransition, match="cannot approve from WORKING"):
         approve(flow, job_id)
+
+
+@pytest.mark.parametrize("mode", ["merge", "squash", "rebase"])
+def test_a_merged_job_still_shows_what_it_brought_into_the_base(
+    settings: Settings, repo: Path, mode: str
+) -> None:
+    """After the merge its work tree is still there (gc removes it later), but the base
+    now holds the branch: the diff shown is the merged change, not an empty one."""
+    job_id, tree = start_job(settings, repo, "two steps", base="main")
+    commit_file(tree, "a.txt", "a\n", "step one")
+    commit_file(tree, "b.txt", "b\n", "step two")
+    commit_file(repo, "c.txt", "c\n", "someone else's work on main")
+    finish_job(settings, job_id)
+    flow = ReviewFlow(settings)
+    approve(flow, job_id, mode)
+    shown = read_review_diff(flow.reviews.get(job_id))
+    assert [f.path for f in shown.diff.files] == ["a.txt", "b.txt"]
+    assert shown.diff.added == 2
+    subjects = sorted(c.subject for c in shown.commits)
+    expected = {
+        "merge": [f"Merge orchestrate job {job_id}: two steps", "step one", "step two"],
+        "squash": ["two steps"],
+        "rebase": ["step one", "step two"],
+    }
+    assert subjects == expected[mode]

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from git_repos import commit_file, git
+from git_repos import commit_file, git, start_job
 
+from app.settings import Settings
 from registry.jobs import Registry
+from registry.review import ReviewStore
 from tests.polling import poll_until
 
 
@@ -20,9 +22,14 @@ def reviews(cli: Any) -> dict[str, dict[str, Any]]:
 
 
 def submit(cli: Any, repo: Path, agent_cmd: str, prompt: str, *extra: str) -> str:
+    """A work-tree job of the fake agent (``agent_cmd``), or of an agents.toml agent
+    when ``agent_cmd`` is a bare name."""
+    agent = ["--agent", agent_cmd] if " " not in agent_cmd else [
+        "--agent", "custom", "--agent-cmd", agent_cmd
+    ]  # fmt: skip
     result = cli(
         "submit", "--worktree", "--no-wait", "--workdir", str(repo), "--prompt", prompt,
-        "--agent", "custom", "--agent-session", "reviewers", "--agent-cmd", agent_cmd, *extra,
+        *agent, "--agent-session", "reviewers", *extra,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
@@ -38,12 +45,13 @@ def in_review(cli: Any, job_id: str) -> dict[str, Any]:
 
 
 def test_submit_review_request_changes_then_merge(
-    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, agent_cmd: str
+    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, rounds_agent: str
 ) -> None:
     """The issue's story: the agent works on its own branch, the diff is read, the job
-    is sent back with a comment (pasted into its pane, verbatim), then merged."""
+    is sent back with a comment (pasted into its pane, verbatim), its agent's next
+    round comes up for review by itself, then it is merged."""
     prompt = "write src/feature.py VALUE = 42\ncommit add the feature\nwrite NOTES.md draft"
-    job_id = submit(cli, repo, agent_cmd, prompt)
+    job_id = submit(cli, repo, rounds_agent, prompt)
     record = in_review(cli, job_id)
     tree = Path(record["worktree"])
     assert tree.parent == state_dir / "worktrees" and record["branch"] == f"orchestrate/{job_id}"
@@ -60,30 +68,72 @@ def test_submit_review_request_changes_then_merge(
     patch = cli("review", "show", job_id)
     assert "+VALUE = 42\n" in patch.stdout and patch.stdout.startswith("diff --git ")
 
-    message = "rename VALUE to ANSWER; keep the test;"  # tmux would eat an argument's last ;
+    message = "write src/feature.py ANSWER = 42 ;"  # tmux would eat an argument's last ;
     sent = cli("review", "request-changes", job_id, "--message", message)
     assert sent.returncode == 0, sent.stderr
-    assert reviews(cli)[job_id]["state"] == "WORKING"
     inbox = tree / ".agent-inbox"
     poll_until(lambda: inbox.exists() and inbox.read_text() == message + "\n", what="the paste")
-    why = cli("job", "why", "--job", job_id)
-    assert f"{job_id} review: WORKING since" in why.stdout
-    assert "changes requested: rename VALUE to ANSWER; keep the test;" in why.stdout
-    assert "sent back from review 1\u00d7" in why.stdout
+    why = cli("job", "why", "--job", job_id).stdout
+    assert "sent back from review 1\u00d7" in why  # its next round may be up already
+    reasons = [
+        change.reason for change in ReviewStore(Registry.open(state_dir).bus).history(job_id)
+    ]
+    assert "changes requested: write src/feature.py ANSWER = 42 ;" in reasons
 
-    # the agent's second round would end in on_work_finished (idle after its task)
-    from app.review.flow import on_work_finished
-    from app.settings import Settings
-
-    assert on_work_finished(Settings(state_dir), job_id) is not None
+    # its agent goes idle after the changes: the next round comes up by itself
+    poll_until(
+        lambda: reviews(cli)[job_id]["state"] == "IN_REVIEW", what="the second round in review"
+    )
+    assert "+ANSWER = 42 ;" in cli("review", "show", job_id).stdout
     merged = cli("review", "approve", job_id)
     assert merged.returncode == 0, merged.stderr
     assert "committed the uncommitted work" in merged.stdout
     assert f"job {job_id} merged into main (merge, " in merged.stdout
-    assert git(repo, "show", "main:src/feature.py") == "VALUE = 42"
+    assert git(repo, "show", "main:src/feature.py") == "ANSWER = 42 ;"
     assert git(repo, "show", "main:NOTES.md") == "draft"
-    assert (repo / "src/feature.py").read_text() == "VALUE = 42\n"  # main is checked out here
+    assert (repo / "src/feature.py").read_text() == "ANSWER = 42 ;\n"  # main is checked out here
     assert reviews(cli)[job_id]["state"] == "COMPLETED"
+    assert Registry.open(state_dir).get(job_id).status == "completed"
+
+
+def test_a_conflicted_approval_goes_back_to_its_agent_to_resolve(
+    cli: Any, repo: Path, tmux_socket: str, rounds_agent: str
+) -> None:
+    """The merge conflicts (the job stays APPROVED); sent back with a comment, its agent
+    merges the base into its branch, its next round comes up, and it merges."""
+    job_id = submit(cli, repo, rounds_agent, "write src/app.py the job's version\ncommit job")
+    in_review(cli, job_id)
+    commit_file(repo, "src/app.py", "main's version\n", "meanwhile on main")
+    refused = cli("review", "approve", job_id)
+    assert refused.returncode == 1 and reviews(cli)[job_id]["state"] == "APPROVED"
+    assert reviews(cli)[job_id]["conflicts"] == ["src/app.py (contents)"]
+    sent = cli("review", "request-changes", job_id, "-m", "merge main")
+    assert sent.returncode == 0, sent.stderr
+    assert reviews(cli)[job_id]["conflicts"] == []
+    poll_until(
+        lambda: (
+            reviews(cli)[job_id]["state"] == "IN_REVIEW"
+            and reviews(cli)[job_id]["outlook"]["clean"]
+        ),
+        what="the resolved round in review",
+    )
+    merged = cli("review", "approve", job_id)
+    assert merged.returncode == 0, merged.stderr
+    assert git(repo, "show", "main:src/app.py") == "the job's version"
+
+
+def test_request_changes_to_an_ended_job_is_refused_in_one_line(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+) -> None:
+    """A job its agent reported completed has ended: nothing would bring a next round
+    up for review, so no changes are sent (its agent still reads its pane)."""
+    job_id = submit(cli, repo, agent_cmd, "write src/app.py changed")
+    tree = Path(in_review(cli, job_id)["worktree"])
+    sent = cli("review", "request-changes", job_id, "--message", "more")
+    assert sent.returncode == 1
+    assert sent.stderr.count("\n") == 1 and "has ended (completed)" in sent.stderr
+    assert not (tree / ".agent-inbox").exists()
+    assert reviews(cli)[job_id]["state"] == "IN_REVIEW"
 
 
 def test_a_conflict_is_reported_file_by_file_and_merges_nothing(
@@ -104,16 +154,45 @@ def test_a_conflict_is_reported_file_by_file_and_merges_nothing(
 
 
 def test_two_jobs_heading_for_a_conflict_are_visible_before_either_finishes(
-    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str, state_dir: Path
+    cli: Any, repo: Path, settings: Settings
+) -> None:
+    """Both agents still at work, nothing committed: `review list` already says that
+    each still merges into main alone, but not with the other, and where."""
+    one, one_tree = start_job(settings, repo, "one")
+    two, two_tree = start_job(settings, repo, "two")
+    three, three_tree = start_job(settings, repo, "three")
+    (one_tree / "src/app.py").write_text("def main():\n    return 'one'\n")
+    (two_tree / "src/app.py").write_text("def main():\n    return 'two'\n")
+    (two_tree / "README.md").write_text("two's notes\n")
+    (three_tree / "README.md").write_text("hello\nthree's line\n")
+    (three_tree / "other.txt").write_text("x\n")
+    found = reviews(cli)
+    assert {found[job]["state"] for job in (one, two, three)} == {"WORKING"}
+    assert found[one]["outlook"]["clean"] is True  # each alone still merges
+    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
+    assert found[one]["outlook"]["conflicts_with"] == {two: ["src/app.py"]}
+    assert found[two]["outlook"]["conflicts_with"] == {one: ["src/app.py"], three: ["README.md"]}
+    assert found[three]["outlook"]["overlaps"] == {two: ["README.md"]}
+    listed = cli("review", "list").stdout
+    assert f"conflicts with job {two} in src/app.py" in listed
+
+    # two's change moves away from one's: the same file, but they merge
+    (two_tree / "src/app.py").write_text("# two\ndef main():\n    return 1\n")
+    (three_tree / "README.md").write_text("hello\n")  # three gives up its README change
+    found = reviews(cli)
+    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
+    assert found[one]["outlook"]["conflicts_with"] == {}
+    assert found[three]["outlook"]["overlaps"] == {}
+    assert f"also touched by {two} (src/app.py)" in cli("review", "list").stdout
+
+
+def test_a_job_merged_first_shows_the_other_its_conflict(
+    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
 ) -> None:
     one = submit(cli, repo, agent_cmd, "write src/app.py one")
     two = submit(cli, repo, agent_cmd, "write src/app.py two\nwrite other.txt x")
     in_review(cli, one)
     in_review(cli, two)
-    found = reviews(cli)
-    assert found[one]["outlook"]["overlaps"] == {two: ["src/app.py"]}
-    assert found[two]["outlook"]["overlaps"] == {one: ["src/app.py"]}
-    assert found[one]["outlook"]["clean"] is True  # each alone still merges
     assert cli("review", "approve", one).returncode == 0
     after = reviews(cli)[two]["outlook"]
     assert after["clean"] is False and after["conflicts"][0]["path"] == "src/app.py"

@@ -3,6 +3,7 @@ and, for request-changes, a real agent in a pane on a private tmux server."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 import sys
@@ -10,9 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from git_repos import commit_file, finish_job, git, start_job
 from textual.widgets import Button, TextArea
 
+from app.review.finished import work_finished
 from app.review.worktree import plan_worktree
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
@@ -97,9 +100,41 @@ async def test_v_opens_the_diff_with_files_counts_and_the_in_review_count(
         assert "IN_REVIEW" in text and "uncommitted work included" in text
         assert "merges cleanly into main" in text
         await pilot.press("tab")  # to the file list: its cursor moves the diff
+        assert files.has_focus
         files.move_cursor(row=1)
         await pilot.pause()
         assert diff.scroll_y == diff.document.starts[1] and diff.top_file == 1
+
+
+async def test_the_jobs_table_and_a_notice_say_which_jobs_wait_for_review(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """A round brought up by another process (the background supervisor) marks the
+    job's row and is announced once by the control room's next pass."""
+    job_id, tree = start_job(settings, repo)
+    commit_file(tree, "a.txt", "a\n")
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        table = app.main.query_one("#jobs", JobsTable)
+        await wait_until(pilot, lambda: job_id in table.rows, f"job {job_id} in the table")
+        source = app.source
+        assert isinstance(source, RegistrySource)
+        assert "Ready for review" not in (source.reconcile() or "")
+        store = ReviewStore(Registry.open(settings.state_dir).bus)
+        assert work_finished(store, job_id, "agent went idle after its task") is not None
+
+        def progress() -> str:
+            return str(table.get_cell(job_id, "progress"))
+
+        await wait_until(pilot, lambda: progress() == "in review: press v", "the row marked")
+        await wait_until(
+            pilot,
+            lambda: re.search(r"review +WORKING → IN_REV", screen_text(app)) is not None,
+            "the review's move in the event stream",
+        )
+        assert f"Ready for review (v): {job_id}" in (source.reconcile() or "")
+        assert "Ready for review" not in (source.reconcile() or "")  # said once
 
 
 async def test_approve_asks_first_with_cancel_as_the_default(
@@ -129,6 +164,45 @@ async def test_approve_asks_first_with_cancel_as_the_default(
             "the screen reloaded",
         )
     assert git(repo, "show", "main:src/app.py") == "def main():\n    return 3"
+
+
+async def test_the_screen_follows_its_review_and_keeps_the_readers_place(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """Opened while the agent works, the screen reads again by itself when the round
+    ends (the diff then holds the agent's last edits), without losing the reader's
+    place; another job merging into the base brings a fresh merge outlook."""
+    job_id, tree = start_job(settings, repo, "a long edit")
+    body = "".join(f"line_{n} = {n}\n" for n in range(200))
+    (tree / "src/long.py").write_text(body)
+    other_id, other_tree = start_job(settings, repo, "the same file")
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        app.animation_level = "none"
+        screen = await open_review(pilot, job_id)
+        assert screen.loaded is not None and screen.loaded.review.state == "WORKING"
+        assert screen.outlook is not None and screen.outlook.clean
+        diff = screen.query_one(DiffView)
+        diff.scroll_to(0, 120, animate=False)
+        await pilot.pause()
+        (tree / "src/long.py").write_text(body + "last = True\n")  # the agent's last edit
+        finish_job(settings, job_id)
+        await wait_until(
+            pilot,
+            lambda: screen.loaded is not None and screen.loaded.review.state == "IN_REVIEW",
+            "the screen to follow its review",
+        )
+        await pilot.pause()
+        assert "+last = True" in diff.document.lines
+        assert diff.scroll_y == 120  # where the reader was
+        commit_file(other_tree, "src/long.py", "other\n", "other job")
+        commit_file(repo, "src/long.py", "main's own\n", "someone else on main")
+        finish_job(settings, other_id)  # a review moved: the base may have too
+        await wait_until(
+            pilot,
+            lambda: screen.outlook is not None and screen.outlook.clean is False,
+            "a fresh outlook: it no longer merges",
+        )
 
 
 async def test_a_conflict_is_shown_and_nothing_is_merged(
@@ -225,28 +299,23 @@ async def test_a_ten_thousand_line_diff_opens_and_scrolls_to_its_end(
 
 
 async def test_request_changes_pastes_the_text_into_the_agents_pane(
-    settings: Settings, repo: Path, tmux_socket: str, agent_cmd: str
+    settings: Settings, repo: Path, tmux_socket: str, rounds_agent: str
 ) -> None:
-    """x, a text box, Send, then a confirmation: the text reaches the agent and the job
-    is WORKING again."""
+    """x, a text box, Send, then a confirmation that shows the text: it reaches the
+    agent and the job is WORKING again."""
     from app.orchestration import Orchestrator
-    from app.orchestration.launches import split_command
 
     orchestrator = Orchestrator(settings, tmux_socket=tmux_socket)
     job = orchestrator.submit(
-        "write src/app.py changed",
-        "custom",
-        "reviewers",
-        agent_cmd=split_command(agent_cmd),
-        worktree=plan_worktree(repo),
+        "write src/app.py changed", rounds_agent, "reviewers", worktree=plan_worktree(repo)
     )
     registry = Registry.open(settings.state_dir)
-    poll_until(lambda: registry.get(job.job_id).status == "completed", what="the agent's work")
     store = ReviewStore(registry.bus)
+    poll_until(lambda: store.get(job.job_id).state == "IN_REVIEW", what="the agent's work")
     tree = Path(store.get(job.job_id).worktree)
     app = make_app(settings, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_review(pilot, job.job_id)  # its read brings it up for review
+        screen = await open_review(pilot, job.job_id)
         await wait_until(pilot, lambda: screen.loaded is not None, "read")
         await pilot.press("x")
         await wait_until(pilot, lambda: bool(app.screen.query(TextArea)), "the text box")
@@ -254,6 +323,7 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         assert app.screen.query_one("#cancel", Button).has_focus
+        assert "use a constant;" in screen_text(app)  # what is about to be sent
         await pilot.click("#confirm")
         await wait_until(pilot, lambda: any("Sent the changes" in n for n in notices(app)), "sent")
     inbox = tree / ".agent-inbox"
@@ -261,4 +331,45 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
         lambda: inbox.exists() and inbox.read_text() == "use a constant;\nand add a test\n",
         what="the pasted text in the agent",
     )
-    assert store.get(job.job_id).state == "WORKING"
+    assert store.get(job.job_id).state in ("WORKING", "IN_REVIEW")  # its next round may be done
+    assert "changes requested: use a constant;" in store.why(job.job_id)
+
+
+def test_a_new_job_from_the_control_room_gets_a_work_tree_with_the_auto_setting(
+    settings: Settings,
+    repo: Path,
+    tmux_socket: str,
+    rounds_agent: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`n` in a control room opened in a git repository with ORCHESTRATE_WORKTREE=auto:
+    the job runs on its own branch, in its own work tree, as `submit` does."""
+    monkeypatch.chdir(repo)
+    auto = RegistrySource(dataclasses.replace(settings, worktree="auto"), tmux_socket=tmux_socket)
+    job_id = auto.submit("write src/app.py from the control room", rounds_agent, "room")
+    review = ReviewStore(Registry.open(settings.state_dir).bus).get(job_id)
+    assert review.branch == f"orchestrate/{job_id}" and Path(review.worktree).is_dir()
+    plain = RegistrySource(settings, tmux_socket=tmux_socket)
+    other = plain.submit("write src/app.py here", rounds_agent, "room")
+    assert ReviewStore(Registry.open(settings.state_dir).bus).find(other) is None
+
+
+async def test_the_job_keys_act_on_the_reviewed_job(
+    settings: Settings, repo: Path, tmux_socket: str
+) -> None:
+    """After `x` its agent may ask before it works: y/N answer it from the Review
+    screen; v there opens no second Review screen of the same job."""
+    job_id, _ = start_job(settings, repo)
+    finish_job(settings, job_id)
+    app = make_app(settings, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_review(pilot, job_id)
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: any(f"job {job_id} is not waiting for an answer" in n for n in notices(app)),
+            "the answer tried on the reviewed job",
+        )
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.screen is screen and len(app.screen_stack) == 2

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from git_repos import commit_file, finish_job, git, make_repo, start_job
 
 from app.git.errors import BaseNotFound, NotARepository, OperationInProgress
 from app.review.flow import ReviewFlow
-from app.review.worktree import plan_worktree
+from app.review.worktree import plan_worktree, prepare_worktree
 from app.settings import Settings
 from registry.jobs import Registry
 from registry.review import ReviewStore
@@ -37,6 +39,16 @@ def test_the_job_records_repo_base_branch_and_worktree(settings: Settings, repo:
     assert (review.repo, review.base, review.branch) == (str(repo), "main", f"orchestrate/{job_id}")
     assert review.worktree == str(tree) and review.state == "ASSIGNED"
     assert review.base_commit == git(repo, "rev-parse", "main")
+
+
+def test_job_get_shows_where_the_job_works(cli: Any, settings: Settings, repo: Path) -> None:
+    job_id, tree = start_job(settings, repo)
+    shown = json.loads(cli("job", "get", "--job", job_id).stdout)["worktree"]
+    assert shown["repo"] == str(repo) and shown["base"] == "main"
+    assert shown["branch"] == f"orchestrate/{job_id}" and shown["worktree"] == str(tree)
+    assert shown["state"] == "ASSIGNED"
+    plain = Registry.open(settings.state_dir).register("plain", "demo", "s", sign_events=False)
+    assert "worktree" not in json.loads(cli("job", "get", "--job", plain.job_id).stdout)
 
 
 def test_the_agent_starts_in_the_same_subdirectory_of_its_tree(
@@ -124,11 +136,29 @@ def test_on_work_finished_is_a_no_op_for_other_jobs(settings: Settings, repo: Pa
     plain = registry.register("no tree", "demo", "tests", sign_events=False)
     flow = ReviewFlow(settings, registry=registry)
     assert flow.on_work_finished(plain.job_id) is None
+    waiting = registry.register("not started", "demo", "tests", sign_events=False)
+    prepare_worktree(settings, registry, waiting.job_id, plan_worktree(repo))
+    assert flow.on_work_finished(waiting.job_id) is None  # its agent has not started
+    assert flow.reviews.get(waiting.job_id).state == "ASSIGNED"
+
+
+def test_a_round_that_ends_before_anyone_followed_its_start_is_caught_up(
+    settings: Settings, repo: Path
+) -> None:
+    """No control room and no review command ran since the job started (the review is
+    still ASSIGNED) when the supervisor sees its agent idle after its work: the review
+    starts, dated when the job did, and comes up."""
     job_id, _ = start_job(settings, repo)
-    assert flow.on_work_finished(job_id) is None  # still ASSIGNED: not working yet
-    flow.follow_jobs()
+    flow = ReviewFlow(settings)
+    assert flow.reviews.get(job_id).state == "ASSIGNED"
     finished = flow.on_work_finished(job_id, "agent went idle after its task")
     assert finished is not None and finished.state == "IN_REVIEW"
+    history = flow.reviews.history(job_id)
+    assert [(c.from_state, c.to_state) for c in history] == [
+        (None, "ASSIGNED"),
+        ("ASSIGNED", "WORKING"),
+        ("WORKING", "IN_REVIEW"),
+    ]
     assert "agent went idle after its task: no changes" in flow.reviews.why(job_id)
 
 

@@ -25,6 +25,7 @@ from app.tui.source import (
     EventRow,
     JobDetail,
     JobRow,
+    Resumed,
     SessionRow,
     Snapshot,
     StopMode,
@@ -147,7 +148,12 @@ class InMemorySource:
                 removed_job_ids=tuple(j for s, j in self.removed if s > after_seq),
                 sessions=tuple(self.sessions.values()),
                 events=tuple(e for s, e in self.events if s > after_seq)[-1000:],
-                snapshot=Snapshot(counts, recent / 10.0, self.broker_state),
+                snapshot=Snapshot(
+                    counts,
+                    recent / 10.0,
+                    self.broker_state,
+                    interrupted=sum(j.activity == "interrupted" for j in self.jobs.values()),
+                ),
             )
 
     def job_detail(self, job_id: str) -> JobDetail:
@@ -192,7 +198,19 @@ class InMemorySource:
             )
 
     def resume(self, job_id: str) -> None:
+        if self._job(job_id).activity == "interrupted":  # restarted as it is, running
+            with self.lock:
+                self.seq += 1
+                self._put(replace(self.jobs[job_id], activity="starting", progress_detail=""))
+            return
         self._move(job_id, ("error", "cancelled"), "pending")
+
+    def resume_interrupted(self) -> Resumed:
+        with self.lock:
+            job_ids = sorted(j.job_id for j in self.jobs.values() if j.activity == "interrupted")
+            for job_id in job_ids:
+                self.resume(job_id)
+            return Resumed(tuple(job_ids))
 
     def stop_session(self, label: str, mode: StopMode) -> None:
         with self.lock:
@@ -255,7 +273,10 @@ class InMemorySource:
         self._job(job_id)
         return "tmux -L orchestrate-test attach -t =control-room"
 
-    def start(self) -> None:
+    def start(self) -> str | None:
+        return None
+
+    def close(self) -> None:
         return None
 
     def reconcile(self) -> str | None:
@@ -266,6 +287,12 @@ class InMemorySource:
 
     def start_demo(self, agents: int) -> list[str]:
         return [self.submit(f"demo task {n}", "demo", "alpha") for n in range(agents)]
+
+    def stop_demo(self, job_ids: list[str]) -> int:
+        for job_id in job_ids:
+            if self._job(job_id).status in ("pending", "running"):
+                self.cancel(job_id)
+        return len(job_ids)
 
 
 def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:

@@ -114,7 +114,9 @@ async def test_actions_that_cannot_apply_say_so_without_a_dialog(
         assert isinstance(app.screen, MainScreen)
         assert "c4d5e6f7 is already completed: nothing to cancel" in notices(app)
         await pilot.press("r")
-        expected = "c4d5e6f7 is completed: only an errored or cancelled job can be resumed"
+        expected = (
+            "c4d5e6f7 is completed: only an errored, cancelled or interrupted job can be resumed"
+        )
         assert expected in notices(app)
         select(app, "d00df00d")
         await pilot.press("S")

@@ -49,5 +49,5 @@ async def test_rebuild_runs_the_real_spark_build(
         assert any(line.startswith("history: ") for line in log_lines)
         while screen.charts is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
-        assert screen.charts is not None and screen.charts.totals.completed > 0
+        assert screen.charts is not None and screen.charts.summary.total.completed > 0
         assert all(chart.data is not None for chart in screen.query(HistoryChart))

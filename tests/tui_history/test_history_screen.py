@@ -13,17 +13,22 @@ from typing import Any
 import pytest
 from history_app import HistoryApp, open_history
 from history_fixture import FIRST_HOUR, aggregate_rows, write_history
+from rich.text import Text
+from textual.command import CommandList
 from textual.geometry import Region
 from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
 import app.tui.widgets.history_charts as charts_module
-from app.tui.screens.history import HistoryScreen, chart_sizes
+from app.tui.screens.history import HistoryScreen
+from app.tui.screens.history_layout import chart_sizes
 from app.tui.screens.main import MainScreen
+from app.tui.widgets.agents_table import AgentsTable
 from app.tui.widgets.build_panel import BuildPanel, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
-from registry.history.reader import history_version
+from app.tui.widgets.range_picker import RangePicker
+from registry.history.reader import empty_row, history_version
 
 SIZE = (120, 40)
 RESTART_HOUR = FIRST_HOUR + timedelta(hours=9)  # the fixture's first control-room start
@@ -42,26 +47,42 @@ def charts_shown(screen: HistoryScreen) -> bool:
 
 
 def test_snapshot_with_fixture(snap_compare: Snap, make_app: AppFactory, state_dir: Path) -> None:
-    """The three charts, restart markers, last build time and totals of a fixed history."""
+    """The last 24 h of a fixed history: time in each activity per agent (stacked bars),
+    jobs completed, the waits for a person and the estimated cost, restart markers,
+    last build time, totals and the per-agent table."""
     write_history(state_dir)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_history)
 
 
 async def test_charts_show_the_fixture(make_app: AppFactory, state_dir: Path) -> None:
-    """One throughput series per agent, restart markers at the restart hours, totals."""
+    """The newest 24 hours: one throughput series per agent, the restart marker of the
+    second day, a stacked bar per agent of its hours in each activity, the answer
+    times, the cost; the totals and the table agree with the fixture's rows."""
     write_history(state_dir)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
-        assert charts_shown(screen)
-        assert screen.throughput is not None and screen.error_rate is not None
+        assert charts_shown(screen) and screen.range_hours == 24
+        assert screen.throughput is not None and screen.states is not None
         assert [s.label for s in screen.throughput.series] == ["claude", "codex", "gemini"]
-        assert screen.throughput.markers == (9.0, 37.0)
+        assert screen.throughput.markers == (13.0,)  # 03-02 13:00, in the last 24 h
+        assert screen.states.categories == ("claude", "codex", "gemini")
+        assert [s.label for s in screen.states.series] == ["working", "waiting", "idle", "other"]
+        day = [r for r in aggregate_rows() if r["hour"] >= FIRST_HOUR + timedelta(days=1)]
+        working = sum(int(r["working_ms"]) for r in day if r["agent"] == "codex") / 3_600_000
+        assert screen.states.series[0].ys[1] == pytest.approx(working)
+        assert [s.label for s in screen.latency.series] == ["p50", "p95"]  # type: ignore[union-attr]
         title = str(screen.query_one("#history-title", Static).render())
         assert "built 2026-03-03 00:05 UTC" in title and "3 agents" in title
+        assert "03-02 00:00 → 03-02 23:00 UTC (24 h)" in title
         totals = str(screen.query_one("#history-totals", Static).render())
-        assert "completed" in totals and "3 restarts" in totals
+        done = sum(int(r["jobs_completed"]) for r in day)
+        assert f"{done} done" in totals and "│ 2 restarts" in totals  # both at 03-02 13:00
+        assert "tokens (measured)" in totals and "(estimated)" in totals
+        table = screen.query_one(AgentsTable)
+        assert len(table.rows) == 4  # three agents and all of them
+        assert str(table.rows[3][0]) == "all agents" and table.rows[3][1] == str(done)
 
 
 async def test_the_job_keys_are_off_on_the_history_screen(
@@ -106,7 +127,9 @@ async def test_agent_filter_cycles(make_app: AppFactory, state_dir: Path) -> Non
         await pilot.press("a")
         assert screen.agent == "claude"
         assert screen.throughput and [s.label for s in screen.throughput.series] == ["claude"]
+        assert screen.states and screen.states.categories == ("claude",)
         assert "agent claude" in str(screen.query_one("#history-title", Static).render())
+        assert len(screen.query_one(AgentsTable).rows) == 1
         await pilot.press("a", "a")
         assert screen.agent is None
         assert screen.throughput and len(screen.throughput.series) == 2
@@ -206,8 +229,17 @@ async def test_rebuild_from_the_palette(
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         await pilot.press("ctrl+p", *"rebuild")
-        await pilot.pause(0.3)
+
+        def first_hit() -> str:
+            found = app.screen.query(CommandList)
+            if not found or not found.first().option_count:
+                return ""
+            return str(found.first().get_option_at_index(0).prompt)
+
+        await wait_until(pilot, lambda: "Rebuild history" in first_hit(), "the palette's hit")
         await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.building, "the build to start")
+        await wait_until(pilot, lambda: not screen.building, "the build to finish")
         await wait_until(pilot, lambda: charts_shown(screen), "the charts after a rebuild")
 
 
@@ -348,7 +380,7 @@ async def test_h_opens_from_the_history_read_ahead(
 async def test_the_read_ahead_draws_the_charts_too(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The read-ahead also draws the three charts, at the sizes the screen gives them:
+    """The read-ahead also draws the four charts, at the sizes the screen gives them:
     `h` shows them without drawing any on the event loop. After a resize they draw
     themselves again."""
     write_history(state_dir)
@@ -358,10 +390,10 @@ async def test_the_read_ahead_draws_the_charts_too(
         await read_ahead(app, pilot)
         screen = await open_history(pilot)
         charts = list(screen.query(HistoryChart))
-        assert [chart.draws for chart in charts] == [1, 1, 1] and live_draws.calls == 0
+        assert [chart.draws for chart in charts] == [1, 1, 1, 1] and live_draws.calls == 0
         assert not screen._drawn_ahead  # each used once, none left over
         await pilot.resize_terminal(100, 30)
-        await wait_until(pilot, lambda: live_draws.calls == 3, "the charts redrawn")
+        await wait_until(pilot, lambda: live_draws.calls == 4, "the charts redrawn")
 
 
 async def test_the_read_ahead_follows_a_build_and_a_resize(
@@ -494,31 +526,102 @@ async def test_an_agent_without_runs_draws_no_negative_axis(
     make_app: AppFactory, state_dir: Path
 ) -> None:
     """An agent that only registered jobs: its charts start at 0 (plotext drew a flat
-    0 line on a -1 … 0 axis) and the empty ones say "no runs in this range"."""
+    0 line on a -1 … 0 axis) and the empty ones say why they are empty."""
     rows = aggregate_rows(days=1, agents=2)
-    idle = {
-        **rows[0],
-        "agent": "idle-bot",
-        "jobs_started": 0,
-        "jobs_completed": 0,
-        "jobs_errored": 0,
-        "error_rate": None,
-        "runs": 0,
-        "run_ms_p50": None,
-        "run_ms_p95": None,
-    }
-    write_history(state_dir, days=1, rows=[*rows, idle])
+    idle = empty_row(rows[0]["hour"], "idle-bot", jobs_registered=2)  # type: ignore[arg-type]
+    write_history(state_dir, days=1, rows=[*rows, idle], with_usage=False)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
         await wait_until(pilot, lambda: screen.snapshot is not None)
         screen.agent = "idle-bot"
         await pilot.pause()
-        for chart_id in ("throughput", "duration", "error-rate"):
+        for chart_id in ("throughput", "latency", "cost"):
             chart = screen.query_one(f"#{chart_id}", HistoryChart)
             await wait_until(pilot, lambda: chart.data is not None and chart.draws > 0)  # noqa: B023
             width, height = chart.size
             text = "\n".join(s.text for s in chart.render_lines(Region(0, 0, width, height)))
             assert "-0." not in text and "-1.0" not in text, (chart_id, text)
-            if chart_id != "throughput":  # a flat 0 line of completed jobs is data
-                assert "no runs in this range" in text, (chart_id, text)
+            empty = {"latency": "no agent asked anything", "cost": "no tokens recorded"}
+            if chart_id in empty:  # a flat 0 line of completed jobs is data
+                assert empty[chart_id] in text, (chart_id, text)
+
+
+async def test_the_range_picker_and_its_key(make_app: AppFactory, state_dir: Path) -> None:
+    """`r` goes 24 h → 7 d → 30 d → 24 h, and a click on a label picks it; each range has
+    its own buckets (hours, 6 h, days); a history shorter than the range is shown
+    whole (two days here), not as an empty week."""
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        picker = screen.query_one(RangePicker)
+        await pilot.press("r")
+        assert screen.range_hours == 168 and picker.hours == 168
+        assert screen.throughput is not None and screen.throughput.hours == 48
+        assert "Jobs completed per 6 h" in screen.throughput.title
+        assert screen.throughput.markers == (9.0, 37.0)  # both restarts in the week
+        await pilot.press("r")
+        assert screen.range_hours == 720 and "per 24 h" in screen.throughput.title
+        await pilot.press("r")
+        assert screen.range_hours == 24 and picker.hours == 24
+        first, _last, hours = picker._spans[1]  # " 7 d "
+        await pilot.click(RangePicker, offset=(first + 2, 0))
+        await wait_until(pilot, lambda: screen.range_hours == 168 == hours, "the 7 d label")
+        await pilot.click(RangePicker, offset=(1, 0))  # "range": not a label
+        await pilot.pause()
+        assert screen.range_hours == 168
+
+
+async def test_e_exports_the_table_as_csv(make_app: AppFactory, state_dir: Path) -> None:
+    """`e` writes the range's per-agent table, raw units, under the state dir and says
+    where; one agent's range is its own file."""
+    import csv
+
+    write_history(state_dir)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: screen.exported is not None, "the CSV")
+        path = screen.exported
+        assert path is not None and path.parent == state_dir / "history" / "exports"
+        assert path.name == "history-24h-all-agents-20260302T2300Z.csv"
+        await wait_until(pilot, lambda: any(str(path) in n for n in notices(app)), "the notice")
+        rows = list(csv.DictReader(path.open()))
+        assert [r["agent"] for r in rows] == ["claude", "codex", "gemini", "all agents"]
+        assert rows[-1]["completed"] == str(sum(int(r["completed"]) for r in rows[:-1]))
+        assert float(rows[-1]["cost_usd_estimated"]) > 0 and rows[-1]["tokens_measured"] != "0"
+        await pilot.press("a", "e")
+        await wait_until(pilot, lambda: screen.exported != path, "the agent's CSV")
+        assert screen.exported and screen.exported.name.startswith("history-24h-claude-")
+
+
+async def test_a_hostile_agent_name_is_shown_as_text(make_app: AppFactory, state_dir: Path) -> None:
+    """An agent's name is data: markup and escapes in it are shown, never obeyed, in
+    the charts, the table, the CSV (a formula-looking name is defused) and its file
+    name (only safe characters)."""
+    import csv
+
+    evil = "=[b]bold[/b]\x1b]0;owned\x07"
+    rows = [{**row, "agent": evil} for row in aggregate_rows(days=1, agents=1)]
+    write_history(state_dir, days=1, rows=rows, with_usage=False)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_history(pilot)
+        table = screen.query_one(AgentsTable)
+        shown = table.rows[0][0]
+        assert isinstance(shown, Text) and "[b]bold[/b]" in shown.plain
+        assert "\x1b" not in shown.plain and "\x07" not in shown.plain
+        assert screen.states is not None and screen.states.categories == (evil,)
+        chart = screen.query_one("#states", HistoryChart)
+        width, height = chart.size
+        drawn = "\n".join(s.text for s in chart.render_lines(Region(0, 0, width, height)))
+        assert "\x1b" not in drawn
+        await pilot.press("a", "e")
+        await wait_until(pilot, lambda: screen.exported is not None, "the CSV")
+        path = screen.exported
+        assert path is not None and path.parent == state_dir / "history" / "exports"
+        assert path.name.startswith("history-24h-_b_bold_b_0_owned_-")
+        (first, _total) = list(csv.DictReader(path.open()))
+        assert first["agent"] == "'" + evil

@@ -72,16 +72,17 @@ async def test_strips_equal_textual_plotext_render(
     tmp_path: Path, theme: str, size: tuple[int, int]
 ) -> None:
     write_history(tmp_path, days=3, agents=4)
-    charts = build_charts(load_history(tmp_path))
+    charts = build_charts(load_history(tmp_path), range_hours=7 * 24)
     assert charts is not None
     app = OneChart()
     async with app.run_test(size=size) as pilot:
         app.theme = theme
         chart = app.query_one(HistoryChart)
         for data in (
+            charts.states,
             charts.throughput,
-            charts.duration,
-            charts.error_rate,
+            charts.latency,
+            charts.cost,
             many_restarts(charts.throughput),
         ):
             chart.data = data
@@ -98,13 +99,13 @@ async def test_a_chart_drawn_ahead_is_the_chart_drawn_live(
     """``draw_chart`` (a figure of its own, as the read-ahead's thread draws) gives the
     cells the chart draws itself at that size: x ticks for the width included."""
     write_history(tmp_path, days=3, agents=4)
-    charts = build_charts(load_history(tmp_path))
+    charts = build_charts(load_history(tmp_path), range_hours=7 * 24)
     assert charts is not None
     app = OneChart()
     async with app.run_test(size=size) as pilot:
         chart = app.query_one(HistoryChart)
         style = chart.visual_style
-        for data in (charts.throughput, charts.duration, many_restarts(charts.error_rate)):
+        for data in (charts.states, charts.latency, many_restarts(charts.cost)):
             chart.data = data
             await pilot.pause()
             ahead = draw_chart(data, chart.size, auto_plotext_theme(app))

@@ -92,7 +92,8 @@ def test_watch_shows_the_registry_help_and_quits(state_dir: Path, tmux_socket: s
     importlib.util.find_spec("app.orchestration") is None, reason="needs app.orchestration"
 )
 def test_watch_demo_runs_real_agents(state_dir: Path, tmux_socket: str) -> None:
-    """`orchestrate watch --demo`: demo agents appear as rows and move to completed."""
+    """`orchestrate watch --demo`: demo agents appear as rows and move to completed;
+    quitting stops those still running (one waits for a permission answer)."""
     pane = TuiPane(tmux_socket)
     argv = [sys.executable, "-m", "app", "watch", "--demo", "--agents", "2"]
     pane.start(argv, watch_env(state_dir, tmux_socket) | {"ORCHESTRATE_DEMO_DELAY": "0.2"})
@@ -112,3 +113,11 @@ def test_watch_demo_runs_real_agents(state_dir: Path, tmux_socket: str) -> None:
     while not pane.exited():
         assert time.monotonic() < deadline, "q did not quit"
         time.sleep(0.1)
+    # quitting stopped the demo agents it started: no agent pane is left on the server
+    listed = pane.tmux("list-panes", "-a", "-F", "#{@orchestrate_job}")
+    assert [line for line in listed.stdout.split() if line] == []
+    assert {job.status for job in Registry.open(state_dir).list()} <= {
+        "completed",
+        "error",
+        "cancelled",
+    }

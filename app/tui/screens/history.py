@@ -1,10 +1,11 @@
-"""The History screen: hourly throughput, run duration and error rate from the Spark-built
-parquet (read with pyarrow in a worker), and a rebuild that runs the build as a process."""
+"""The History screen: where the agents' time went, how long they waited for a person,
+what got done and what it cost, over a range of hours picked by the user (24 h, 7 d,
+30 d), from the Spark-built parquet (read with pyarrow in a worker); its table exports as
+CSV, and a rebuild runs the build as a process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +14,6 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -25,8 +25,12 @@ from app.settings import find_state_dir
 from app.tui.commands import BACK
 from app.tui.safe_text import as_text
 from app.tui.screens.history_commands import HistoryCommands
+from app.tui.screens.history_layout import chart_data, chart_sizes
+from app.tui.screens.history_text import title_text, totals_content, when
+from app.tui.widgets.agents_table import AgentsTable
 from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
 from app.tui.widgets.history_charts import (
+    DEFAULT_RANGE_HOURS,
     ChartData,
     Drawings,
     HistoryChart,
@@ -35,18 +39,27 @@ from app.tui.widgets.history_charts import (
     draw_chart,
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme
+from app.tui.widgets.range_picker import RangePicker
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
+from registry.history.prices import BadPrices, PriceTable, load_prices
 from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
-from registry.wording import counted
+from registry.history.summary import (
+    RANGES,
+    RangeSummary,
+    table_rows,
+    write_csv,
+)
 
+Prices = tuple[PriceTable | None, str | None]  # the table, or why prices.toml is unusable
 SCREEN_NAME = "history"
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
 
 
 class HistoryScreen(Screen[None]):
-    """Reads the aggregates in a thread worker (never on the event loop) and draws
-    three charts; states that are not charts (not built, damaged, empty) are one
-    notice. `b` rebuilds in a separate process whose progress streams into a log."""
+    """Reads the aggregates in a thread worker (never on the event loop) and draws four
+    charts and a per-agent table over the picked range; states that are not charts
+    (not built, damaged, empty) are one notice. `b` rebuilds in a separate process
+    whose progress streams into a log; `e` writes the table as CSV."""
 
     DEFAULT_CSS = """
     HistoryScreen #history-title { height: 1; padding: 0 1; background: $panel; }
@@ -60,12 +73,14 @@ class HistoryScreen(Screen[None]):
     HistoryScreen #history-notice.-error { border: round $error; color: $text-error; }
     HistoryScreen #charts { height: 1fr; }
     HistoryScreen #charts.-hidden { display: none; }
-    HistoryScreen #charts-bottom { height: 1fr; }
+    HistoryScreen #charts-top, HistoryScreen #charts-bottom { height: 1fr; }
     """
 
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
         Binding("b", "rebuild", "Rebuild", tooltip="Export the bus and run the history build"),
         Binding("a", "cycle_agent", "Agent", tooltip="Charts of one agent, the next, or all"),
+        Binding("r", "cycle_range", "Range", tooltip="24 hours, 7 days or 30 days"),
+        Binding("e", "export_csv", "Export CSV", tooltip="Write the table as a CSV file"),
         BACK,
     ]
     COMMANDS = {HistoryCommands}
@@ -77,11 +92,14 @@ class HistoryScreen(Screen[None]):
     """The last aggregates read from disk (None until the first successful read)."""
     agent: reactive[str | None] = reactive(None, init=False)
     """The agent the charts show, or None for all agents."""
+    range_hours: reactive[int] = reactive(DEFAULT_RANGE_HOURS, init=False)
+    """The range the charts and table cover, the newest hours of the history."""
     charts: reactive[HistoryCharts | None] = reactive(None, init=False, always_update=True)
-    """What the charts draw, derived from snapshot and agent."""
+    """What the charts draw, derived from snapshot, agent and range."""
+    states: reactive[ChartData | None] = reactive(None, init=False)
     throughput: reactive[ChartData | None] = reactive(None, init=False)
-    duration: reactive[ChartData | None] = reactive(None, init=False)
-    error_rate: reactive[ChartData | None] = reactive(None, init=False)
+    latency: reactive[ChartData | None] = reactive(None, init=False)
+    cost: reactive[ChartData | None] = reactive(None, init=False)
 
     class Loaded(Message):
         """The load worker read the aggregates and computed the charts."""
@@ -91,11 +109,13 @@ class HistoryScreen(Screen[None]):
             snapshot: HistorySnapshot,
             charts: HistoryCharts | None,
             version: FileVersions = (),
+            prices: Prices = (None, None),
         ) -> None:
             super().__init__()
             self.snapshot = snapshot
             self.charts = charts
             self.version = version  # of the files read (history_version)
+            self.prices = prices  # the price table read, or why it could not be
             self.drawings: Drawings = {}  # charts drawn ahead (read_ahead), if any
 
     class LoadFailed(Message):
@@ -119,6 +139,8 @@ class HistoryScreen(Screen[None]):
         self._ahead: Ahead | None = None  # what read_ahead read and drew
         self._reading_ahead = False  # a read_ahead thread is running
         self._drawn_ahead: Drawings = {}  # shared with the charts, which use them up
+        self._prices: Prices = (None, None)  # the price table of the last read
+        self.exported: Path | None = None  # the last CSV `e` wrote
 
     @classmethod
     def shared(cls, app: App[Any]) -> HistoryScreen:
@@ -148,21 +170,22 @@ class HistoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("[b]History[/b]", id="history-title")
+        yield RangePicker(RANGES, self.range_hours, id="history-range")
         yield Static("", id="history-totals")
         with Vertical(id="history-body"):
             yield Static("", id="history-notice")
             with Vertical(id="charts"):
-                yield HistoryChart(id="throughput", drawn_ahead=self._drawn_ahead).data_bind(
-                    data=HistoryScreen.throughput
-                )
+                with Horizontal(id="charts-top"):
+                    yield self._chart("states", HistoryScreen.states)
+                    yield self._chart("throughput", HistoryScreen.throughput)
                 with Horizontal(id="charts-bottom"):
-                    yield HistoryChart(id="duration", drawn_ahead=self._drawn_ahead).data_bind(
-                        data=HistoryScreen.duration
-                    )
-                    yield HistoryChart(id="error-rate", drawn_ahead=self._drawn_ahead).data_bind(
-                        data=HistoryScreen.error_rate
-                    )
+                    yield self._chart("latency", HistoryScreen.latency)
+                    yield self._chart("cost", HistoryScreen.cost)
+                yield AgentsTable(id="agents-table")
         yield Footer()  # the BuildPanel comes with the first rebuild (action_rebuild)
+
+    def _chart(self, chart_id: str, bound: Any) -> HistoryChart:
+        return HistoryChart(id=chart_id, drawn_ahead=self._drawn_ahead).data_bind(data=bound)
 
     def open(self, app: App[Any]) -> None:
         """Show this screen. The first time, read the history first (in a thread) and
@@ -175,14 +198,18 @@ class HistoryScreen(Screen[None]):
             app.push_screen(self)
             return
         self._opening = True
-        state_dir, agent = self.state_dir, self.agent
+        state_dir, agent, hours = self.state_dir, self.agent, self.range_hours
         ahead, self._ahead = self._ahead, None
 
         def read() -> None:
-            if ahead is not None and ahead.outcome.version == history_version(state_dir):
+            if (
+                ahead is not None
+                and ahead.view == (agent, hours)
+                and ahead.outcome.version == history_version(state_dir)
+            ):
                 outcome = ahead.outcome  # read ahead, and no build since: no read at all
             else:
-                outcome = _read_reporting_errors(state_dir, agent)
+                outcome = _read_reporting_errors(state_dir, agent, hours)
             app.call_from_thread(self._opened, app, outcome)
 
         app.run_worker(read, thread=True, exit_on_error=False, group="history-open")
@@ -196,7 +223,7 @@ class HistoryScreen(Screen[None]):
         again only if the files, the app's size or its theme changed since."""
         if self._opening or self._reading_ahead or self.is_mounted or self in app.screen_stack:
             return  # opening, opened (pushed but not mounted yet, too), or already at it
-        state_dir = self.state_dir
+        state_dir, hours = self.state_dir, self.range_hours
         app_theme = app.theme
         drawn_for = (app.size, app_theme)
         sizes = chart_sizes(app.size)
@@ -211,13 +238,13 @@ class HistoryScreen(Screen[None]):
                     and held.outcome.version == history_version(state_dir)
                 ):
                     return  # what is held is still what `h` would show
-                outcome = _read_reporting_errors(state_dir, None)
+                outcome = _read_reporting_errors(state_dir, None, hours)
                 if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
                     for chart_id, data in chart_data(outcome.charts).items():
                         drawing = draw_chart(data, sizes[chart_id], plotext_theme)
                         outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
                 if not (self._opening or self.is_mounted):
-                    self._ahead = Ahead(drawn_for, outcome)
+                    self._ahead = Ahead(drawn_for, (None, hours), outcome)
             finally:
                 self._reading_ahead = False
 
@@ -249,30 +276,35 @@ class HistoryScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         # coming back (the screen is shared): pick up a build run from the CLI meanwhile
         if self._shown and self.load_count and not self.building:
-            self._reload_if_rebuilt(self.state_dir, self.agent, self._shown_version)
+            self._reload_if_rebuilt(
+                self.state_dir, self.agent, self.range_hours, self._shown_version
+            )
         self._shown = True
 
     # -- loading --------------------------------------------------------------
     def load(self) -> None:
         """Read the aggregates again, in a worker; the body shows a loading indicator."""
         self._show_loading()
-        self._load(self.state_dir, self.agent)
+        self._load(self.state_dir, self.agent, self.range_hours)
 
     def _show_loading(self) -> None:
         self.loading_history = True
         self.query_one("#history-body").loading = True
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
-    def _load(self, state_dir: Path, agent: str | None) -> None:
-        self.post_message(read_history(state_dir, agent))
+    def _load(self, state_dir: Path, agent: str | None, hours: int) -> None:
+        self.post_message(read_history(state_dir, agent, hours))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
-    def _reload_if_rebuilt(self, state_dir: Path, agent: str | None, shown: FileVersions) -> None:
-        """Read again only if the files changed since what is shown was read: the
-        charts on screen stay up meanwhile (no loading indicator for a read of a few
-        ms; coming back to an unchanged history costs three stats)."""
+    def _reload_if_rebuilt(
+        self, state_dir: Path, agent: str | None, hours: int, shown: FileVersions
+    ) -> None:
+        """Read again only if the files changed since what is shown was read (a build,
+        an edit of prices.toml): the charts on screen stay up meanwhile (no loading
+        indicator for a read of a few ms; coming back to an unchanged history costs
+        five stats)."""
         if history_version(state_dir) != shown:
-            self.post_message(read_history(state_dir, agent))
+            self.post_message(read_history(state_dir, agent, hours))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -282,6 +314,7 @@ class HistoryScreen(Screen[None]):
         self._drawn_ahead.clear()
         self._drawn_ahead.update(message.drawings)
         self.snapshot = message.snapshot
+        self._prices = message.prices
         if self.agent is not None and self.agent not in message.snapshot.agents:
             self.agent = None  # the agent left the history (a --full rebuild)
         self.charts = message.charts
@@ -325,16 +358,20 @@ class HistoryScreen(Screen[None]):
         self.query_one("#charts").set_class(True, "-hidden")
 
     def watch_charts(self, charts: HistoryCharts | None) -> None:
+        self.states = charts.states if charts else None
         self.throughput = charts.throughput if charts else None
-        self.duration = charts.duration if charts else None
-        self.error_rate = charts.error_rate if charts else None
-        self.query_one("#history-title", Static).update(self._title())
-        self.query_one("#history-totals", Static).update(self._totals(charts))
+        self.latency = charts.latency if charts else None
+        self.cost = charts.cost if charts else None
+        self.query_one("#history-title", Static).update(
+            title_text(self.snapshot, self.agent, charts)
+        )
+        self.query_one("#history-totals", Static).update(totals_content(self.snapshot, charts))
         if charts is not None:
+            self.query_one(AgentsTable).show(table_rows(charts.summary))
             self.query_one("#history-notice").set_class(False, "-shown")
             self.query_one("#charts").set_class(False, "-hidden")
         elif self.snapshot is not None:
-            built = _when(self.snapshot.built_at)
+            built = when(self.snapshot.built_at)
             whose = as_text(f" for agent {self.agent}" if self.agent else "")
             text = Text.assemble(
                 "The history is empty",
@@ -346,44 +383,48 @@ class HistoryScreen(Screen[None]):
             )
             self._notice(text, error=False)
 
-    def _title(self) -> Text:
-        """Text, not markup: an agent's name is data."""
-        snapshot = self.snapshot
-        if snapshot is None:
-            return Text("History", "bold")
-        agents = snapshot.agents
-        if self.agent:
-            showing = Text.assemble("agent ", as_text(self.agent, "bold"))
-        else:
-            showing = Text(counted(len(agents), "agent"))
-        span = ""
-        totals = self.charts.totals if self.charts else None
-        if totals and totals.first_hour and totals.last_hour:
-            hours = int((totals.last_hour - totals.first_hour).total_seconds() // 3600) + 1
-            span = f" · {_hour(totals.first_hour)} → {_hour(totals.last_hour)} UTC ({hours} h)"
-        built = f" · built {_when(snapshot.built_at)} · "
-        return Text.assemble(("History", "bold"), built, showing, span)
-
-    def _totals(self, charts: HistoryCharts | None) -> Content:
-        snapshot = self.snapshot
-        if snapshot is None or charts is None:
-            return Content("")
-        totals = charts.totals
-        rate = totals.error_rate
-        parts: list[str | Content] = [
-            f"{totals.completed} completed",
-            f"{totals.errored} errored" + (f" ({100 * rate:.1f} %)" if rate is not None else ""),
-            f"{totals.registered} registered",
-            counted(totals.events, "event"),
-            Content.assemble(("│", "red"), f" {counted(totals.restarts, 'restart')}"),
-        ]
-        if snapshot.malformed_total:
-            parts.append(f"{counted(snapshot.malformed_total, 'malformed line')} skipped")
-        return Content(" · ").join(parts)
-
     def watch_agent(self, agent: str | None) -> None:
+        self._recompute()
+
+    def watch_range_hours(self, hours: int) -> None:
+        self.query_one(RangePicker).hours = hours
+        self._recompute()
+
+    def _recompute(self) -> None:
+        """The charts of another agent or range, from what is loaded (no I/O)."""
         if self.snapshot is not None:
-            self.charts = build_charts(self.snapshot, agent)  # cheap: no I/O
+            table, error = self._prices
+            self.charts = build_charts(self.snapshot, self.agent, self.range_hours, table, error)
+
+    @on(RangePicker.Picked)
+    def _range_picked(self, event: RangePicker.Picked) -> None:
+        self.range_hours = event.hours
+
+    def action_cycle_range(self) -> None:
+        """24 hours → 7 days → 30 days → 24 hours."""
+        choices = list(RANGES.values())
+        self.range_hours = choices[(choices.index(self.range_hours) + 1) % len(choices)]
+
+    def action_export_csv(self) -> None:
+        """Write the table on screen (the range, all agents or one) as CSV, in a worker;
+        a notice says where."""
+        if self.charts is None:
+            self.notify("Nothing to export: no history shown", severity="warning")
+            return
+        self._export(self.state_dir, self.charts.summary, self.agent, self.range_hours)
+
+    @work(thread=True, exit_on_error=False, group="history-export")
+    def _export(
+        self, state_dir: Path, summary: RangeSummary, agent: str | None, hours: int
+    ) -> None:
+        try:
+            path = write_csv(state_dir, summary, agent, hours)
+        except OSError as error:
+            message = f"Could not write the CSV: {error.strerror or error}"
+            self.app.call_from_thread(self.notify, message, severity="error", markup=False)
+            return
+        self.exported = path
+        self.app.call_from_thread(self.notify, f"Wrote {path}", title="CSV", markup=False)
 
     def action_cycle_agent(self) -> None:
         """All agents → the first → … → the last → all agents."""
@@ -452,60 +493,36 @@ class Ahead:
     """What ``read_ahead`` read (its files' version in it) and drew, and for what."""
 
     drawn_for: tuple[Size, str]  # the app's size and theme it drew the charts for
+    view: tuple[str | None, int]  # the agent and range it computed the charts for
     outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed
 
 
-def chart_sizes(screen: Size) -> dict[str, Size]:
-    """Where the layout above puts each chart on a screen of this size: title, totals
-    and footer take a line each, the charts halve the rest (the first half rounded
-    down), as Textual shares out 1fr. ``read_ahead`` draws at these sizes before the
-    screen exists; a wrong guess costs only time (the chart then draws itself), and
-    ``test_chart_sizes_are_the_laid_out_ones`` keeps it right."""
-    width, height = screen.width, max(0, screen.height - 3)
-    top = height // 2
-    return {
-        "throughput": Size(width, top),
-        "duration": Size(width // 2, height - top),
-        "error-rate": Size(width - width // 2, height - top),
-    }
-
-
-def chart_data(charts: HistoryCharts) -> dict[str, ChartData]:
-    """Each chart's data, by the id of the chart that draws it (see ``compose``)."""
-    return {
-        "throughput": charts.throughput,
-        "duration": charts.duration,
-        "error-rate": charts.error_rate,
-    }
-
-
 def read_history(
-    state_dir: Path, agent: str | None
+    state_dir: Path, agent: str | None, hours: int = DEFAULT_RANGE_HOURS
 ) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
-    """The aggregates and the charts of ``agent`` (None: all), or why there are none,
-    with the version of the files read. Reads files: call it off the event loop."""
+    """The aggregates, the price table and the charts of ``agent`` (None: all) over the
+    newest ``hours``, or why there are none, with the version of the files read.
+    Reads files: call it off the event loop."""
     version = history_version(state_dir)  # before the read: a build during it shows
     try:
         snapshot = load_history(state_dir)
     except (HistoryNotBuilt, CorruptHistory, OSError) as error:
         return HistoryScreen.LoadFailed(error, version)
-    return HistoryScreen.Loaded(snapshot, build_charts(snapshot, agent), version)
+    prices: Prices
+    try:
+        prices = (load_prices(state_dir), None)
+    except (BadPrices, OSError) as error:  # the rest of the history is still worth showing
+        prices = (None, str(error))
+    charts = build_charts(snapshot, agent, hours, *prices)
+    return HistoryScreen.Loaded(snapshot, charts, version, prices)
 
 
 def _read_reporting_errors(
-    state_dir: Path, agent: str | None
+    state_dir: Path, agent: str | None, hours: int
 ) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
     """``read_history`` for a bare thread: anything unexpected is shown on the screen
     (as a load worker's error is), not lost with the thread."""
     try:
-        return read_history(state_dir, agent)
+        return read_history(state_dir, agent, hours)
     except Exception as error:
         return HistoryScreen.LoadFailed(CorruptHistory(str(error)))
-
-
-def _when(moment: datetime | None) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "an unknown time"
-
-
-def _hour(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%m-%d %H:00")

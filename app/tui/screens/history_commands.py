@@ -14,6 +14,8 @@ class HistoryCommands(Provider):
     COMMANDS = (
         ("Rebuild history", "rebuild", "Export the bus and run the Spark history build"),
         ("Cycle agent", "cycle_agent", "Show the charts of one agent, the next, or all"),
+        ("Cycle range", "cycle_range", "Show the last 24 hours, 7 days or 30 days"),
+        ("Export CSV", "export_csv", "Write the per-agent table as a CSV file"),
     )
 
     def _runner(self, action: str) -> Callable[[], Any]:

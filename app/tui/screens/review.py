@@ -25,15 +25,18 @@ from app.review.outlook import Outlook
 from app.review.service import ReviewRead, ReviewService
 from app.tmux.errors import TmuxError
 from app.tui.commands import BACK
+from app.tui.safe_text import as_text
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.request_changes import RequestChangesScreen
 from app.tui.source import SOURCE_ERRORS
 from app.tui.widgets.diff_view import DiffDocument, DiffView, visible
 from app.tui.widgets.review_files import ReviewFiles
 from app.tui.widgets.theme import theme_style
-from registry.review import ReviewNotFound
+from registry.review import ReviewNotFound, ReviewStamp
 
 COMMITS_SHOWN = 5
+FOLLOW_S = 1.5  # how often the screen checks whether its review moved (one SQLite read)
+MESSAGE_LINES_SHOWN = 8  # of the changes asked for, in the question before they go
 # What reading or acting on a review may raise: the registry's and the bus's
 # errors, git's and tmux's refusals, a missing file. Each becomes a notice.
 ACTION_ERRORS: tuple[type[Exception], ...] = (*SOURCE_ERRORS, GitError, TmuxError)
@@ -58,7 +61,10 @@ class ReviewScreen(Screen[None]):
         Binding("a", "approve", "Approve & merge", tooltip="Approve and merge into the base"),
         Binding("x", "request_changes", "Request changes", tooltip="Send it back to its agent"),
         Binding("d", "discard", "Discard", tooltip="Delete its work tree and branch"),
-        Binding("tab", "focus_next", "Files/diff", show=False),
+        Binding("tab", "app.focus_next", "Files/diff", show=False),
+        # after `x` its agent may ask before it works: answered from here too
+        Binding("y", "answer(True)", "Yes", show=False),
+        Binding("n", "answer(False)", "No", show=False),
         BACK,
     ]
 
@@ -70,10 +76,20 @@ class ReviewScreen(Screen[None]):
     class Read(Message):
         """The diff was read and laid out."""
 
-        def __init__(self, read: ReviewRead, document: DiffDocument) -> None:
+        def __init__(
+            self, read: ReviewRead, document: DiffDocument, *, keep_position: bool = False
+        ) -> None:
             super().__init__()
             self.read = read
             self.document = document
+            self.keep_position = keep_position
+
+    class Followed(Message):
+        """The review's stamp now: read again if it moved, look again if another did."""
+
+        def __init__(self, stamp: ReviewStamp) -> None:
+            super().__init__()
+            self.stamp = stamp
 
     class Looked(Message):
         def __init__(self, outlook: Outlook | None) -> None:
@@ -100,6 +116,7 @@ class ReviewScreen(Screen[None]):
         self.service = service
         self.job_id = job_id
         self.reads = 0  # finished reads (tests and benches wait on it)
+        self._stamp: ReviewStamp | None = None  # the review as last read
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"review · job {self.job_id} · reading…"), id="review-title")
@@ -115,6 +132,7 @@ class ReviewScreen(Screen[None]):
         self.query_one("#review-diff").border_title = "diff"
         self.query_one("#review-diff").focus()
         self.reload()
+        self.set_interval(FOLLOW_S, self._follow)
 
     def reload(self) -> None:
         """Read the diff; the outlook follows once it is drawn (it snapshots every live
@@ -123,7 +141,7 @@ class ReviewScreen(Screen[None]):
 
     # -- reading (workers) --------------------------------------------------------
     @work(thread=True, exclusive=True, group="review-read", exit_on_error=False)
-    def _read(self) -> None:
+    def _read(self, keep_position: bool = False) -> None:
         try:
             read = self.service.read(self.job_id)
         except ReviewNotFound as error:
@@ -132,7 +150,29 @@ class ReviewScreen(Screen[None]):
         except ACTION_ERRORS as error:
             self.post_message(self.Failed(f"Could not read job {self.job_id}'s diff: {error}"))
             return
-        self.post_message(self.Read(read, DiffDocument.build(read.diff.diff.files)))
+        document = DiffDocument.build(read.diff.diff.files)
+        self.post_message(self.Read(read, document, keep_position=keep_position))
+
+    @work(thread=True, exclusive=True, group="review-follow", exit_on_error=False)
+    def _follow(self) -> None:
+        """Whether the review moved since it was read (its agent's round ended, someone
+        else approved or sent it back, another job merged into the base)."""
+        try:
+            stamp = self.service.stamp(self.job_id)
+        except ACTION_ERRORS:
+            return  # a read failing says so; a check failing can wait for the next
+        self.post_message(self.Followed(stamp))
+
+    def on_review_screen_followed(self, message: Followed) -> None:
+        before = self._stamp
+        if before is None:  # not read yet: the read takes its own stamp
+            return
+        if message.stamp.own != before.own:
+            self._stamp = message.stamp
+            self._read(keep_position=True)
+        elif message.stamp.moves != before.moves:
+            self._stamp = message.stamp
+            self._look()
 
     @work(thread=True, exclusive=True, group="review-outlook", exit_on_error=False)
     def _look(self) -> None:
@@ -144,9 +184,12 @@ class ReviewScreen(Screen[None]):
 
     def on_review_screen_read(self, message: Read) -> None:
         with self.app.batch_update():  # one frame for the files, the diff and the info
-            self.query_one("#review-files", ReviewFiles).show_files(message.read.diff.diff.files)
-            self.query_one("#review-diff", DiffView).show(message.document)
+            files = self.query_one("#review-files", ReviewFiles)
+            files.show_files(message.read.diff.diff.files, keep_cursor=message.keep_position)
+            diff = self.query_one("#review-diff", DiffView)
+            diff.show(message.document, keep_position=message.keep_position)
             self.loaded = message.read
+        self._stamp = message.read.stamp
         self.reads += 1
         self.call_after_refresh(self._look)
 
@@ -203,8 +246,10 @@ class ReviewScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#review-files")
     def _file_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The diff follows the file list's cursor."""
-        self.query_one("#review-diff", DiffView).scroll_to_file(event.cursor_row)
+        """The diff follows the file list's cursor, when the reader moves it (not when
+        the list is filled again)."""
+        if event.data_table.has_focus:
+            self.query_one("#review-diff", DiffView).scroll_to_file(event.cursor_row)
 
     # -- actions --------------------------------------------------------------------
     def _state(self) -> str | None:
@@ -225,7 +270,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question, "Approve & merge"), confirmed)
 
     def action_request_changes(self) -> None:
-        if self._state() != "IN_REVIEW":
+        if self._state() not in ("IN_REVIEW", "APPROVED"):
             self.notify(f"Job {self.job_id} is not in review: nothing to send back")
             return
 
@@ -237,7 +282,8 @@ class ReviewScreen(Screen[None]):
                 if yes:
                     self._act("request_changes", text)
 
-            question = Text(f"Send these changes to job {self.job_id}'s agent?")
+            question = Text(f"Send these changes to job {self.job_id}'s agent?\n\n")
+            question.append_text(as_text(_clipped(text), "italic", one_line=False))
             self.app.push_screen(ConfirmScreen(question, "Send"), confirmed)
 
         self.app.push_screen(RequestChangesScreen(self.job_id), written)
@@ -254,6 +300,10 @@ class ReviewScreen(Screen[None]):
 
         self.app.push_screen(ConfirmScreen(question, "Discard"), confirmed)
 
+    def action_answer(self, yes: bool) -> None:
+        """y/n: answer the question the job's agent waits on (its permission prompt)."""
+        self._act("answer", "yes" if yes else "no")
+
     @work(thread=True, group="review-action", exit_on_error=False)
     def _act(self, action: str, message: str = "") -> None:
         job_id = self.job_id
@@ -262,12 +312,18 @@ class ReviewScreen(Screen[None]):
                 done = self.service.approve(job_id)
                 if done.merged_commit is None:
                     files = ", ".join(c.describe() for c in done.conflicts)
-                    text = f"Job {job_id} does not merge; nothing was merged. Conflicts: {files}"
+                    text = (
+                        f"Job {job_id} does not merge; nothing was merged. Conflicts: {files}. "
+                        "x sends it back to its agent to resolve."
+                    )
                     self.post_message(self.Done(text, problem=True))
                     return
                 base = done.review.base
                 text = f"Merged job {job_id} into {base} ({done.merged_commit[:12]})"
                 self.post_message(self.Done(text))
+            elif action == "answer":
+                self.service.answer(job_id, message)
+                self.post_message(self.Done(f"Answered {message} to job {job_id}'s agent"))
             elif action == "request_changes":
                 self.service.request_changes(job_id, message)
                 self.post_message(self.Done(f"Sent the changes to job {job_id}'s agent"))
@@ -285,3 +341,11 @@ class ReviewScreen(Screen[None]):
             self.dismiss()
         else:
             self.reload()
+
+
+def _clipped(message: str) -> str:
+    """The first lines of a message, as the confirmation shows it."""
+    lines = message.splitlines()
+    if len(lines) <= MESSAGE_LINES_SHOWN:
+        return message
+    return "\n".join([*lines[:MESSAGE_LINES_SHOWN], f"\u2026 ({len(lines)} lines)"])

@@ -37,6 +37,15 @@ SYNTAX_THEME = "ansi_dark"
 HEADER, HUNK, ADDED, REMOVED, CONTEXT, NOTE = "h", "@", "+", "-", " ", "\\"
 
 
+_LINE_KINDS = frozenset((ADDED, REMOVED, NOTE))
+
+
+def _visible_text(text: str) -> str:
+    """``visible`` over many lines at once (newlines kept): tabs expand per line, then
+    the control room's one sanitiser, bidi controls included."""
+    return safe_visible(text.expandtabs(TAB_SIZE), one_line=False)
+
+
 def visible(line: str) -> str:
     """A line as it can be drawn: tabs expanded, then the control room's own `visible`
     (control characters as their Unicode pictures, ESC as ␛; bidi controls, which would
@@ -57,29 +66,31 @@ class DiffDocument:
 
     @classmethod
     def build(cls, files: Sequence[FileDiff]) -> DiffDocument:
-        """Lines and kinds for every file's patch (slow for big diffs: run in a worker)."""
+        """Lines and kinds for every file's patch (run in a worker: a 10,000-line diff
+        takes some milliseconds). Each file's text is made visible in one pass (tabs
+        expanded, controls replaced), then cut into lines."""
         lines: list[str] = []
         kinds: list[str] = []
         starts: list[int] = []
         for item in files:
             starts.append(len(lines))
-            in_hunks = False
             text = item.text if item.patch else f"diff --git a/{item.path} b/{item.path}\n"
-            for raw in text.split("\n"):
-                if not raw and not in_hunks:
-                    continue
-                if raw.startswith("@@"):
-                    in_hunks, kind = True, HUNK
-                elif not in_hunks:
-                    kind = HEADER
-                else:
-                    kind = raw[:1] if raw[:1] in (ADDED, REMOVED, NOTE) else CONTEXT
-                lines.append(visible(raw))
-                kinds.append(kind)
-            while lines and not lines[-1] and len(lines) > starts[-1] + 1:  # trailing split
-                lines.pop()
-                kinds.pop()
-        width = max((cell_len(line) for line in lines), default=0)
+            shown = _visible_text(text).split("\n")
+            while len(shown) > 1 and not shown[-1]:
+                shown.pop()  # the patch's last newline ends a line, it does not start one
+            hunks = next((n for n, line in enumerate(shown) if line.startswith("@@")), len(shown))
+            header = [line for line in shown[:hunks] if line]
+            kinds.extend(HEADER * len(header))
+            kinds.extend(
+                line[:1] if line[:1] in _LINE_KINDS else HUNK if line[:2] == "@@" else CONTEXT
+                for line in shown[hunks:]
+            )
+            lines.extend(header)
+            lines.extend(shown[hunks:])
+        for index, line in enumerate(lines):
+            if len(line) > MAX_LINE_CHARS:
+                lines[index] = line[:MAX_LINE_CHARS] + "\u2026"
+        width = max((len(line) if line.isascii() else cell_len(line) for line in lines), default=0)
         return cls(tuple(lines), "".join(kinds), tuple(starts), tuple(f.path for f in files), width)
 
     def file_at(self, line: int) -> int:
@@ -115,12 +126,13 @@ class DiffView(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._frame_style = Style()
 
-    def show(self, document: DiffDocument) -> None:
-        """Show a new diff from its top (the document is built off the event loop)."""
+    def show(self, document: DiffDocument, *, keep_position: bool = False) -> None:
+        """Show a new diff from its top, or (``keep_position``: the same review read
+        again) where the reader was. The document is built off the event loop."""
         self.document = document
         self._cache.clear()
         self.virtual_size = Size(document.width + 1, len(document.lines))
-        if self.scroll_offset != (0, 0):
+        if not keep_position and self.scroll_offset != (0, 0):
             self.scroll_to(0, 0, animate=False)
         self.refresh()
 

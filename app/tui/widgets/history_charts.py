@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from textual.app import RenderResult
 from textual.geometry import Size
@@ -15,7 +16,10 @@ from textual_plotext.plot import Plot
 
 from app.tui.safe_text import visible
 from app.tui.widgets.plotext_visual import PlotVisual, render_figure, render_plot
-from registry.history.reader import HistorySnapshot, HourlyAggregate
+from registry.history.prices import PriceTable, price_usage
+from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
+from registry.history.schema import exact_percentile
+from registry.history.summary import RangeSummary, summarize
 
 HOUR = timedelta(hours=1)
 MARKER_COLOR = "red"  # plotext colour names, not CSS: the restart lines stand out on any theme
@@ -25,6 +29,8 @@ POINT_MARKER = "●"  # a series of one point: plotext's line marker would draw 
 MAX_MARKER_LINES = 12  # more restarts than this are drawn as marks, not lines
 Y_AXIS_WIDTH = 8  # columns plotext takes for the y labels and axis, about
 EMPTY_CHART = "no runs in this range"
+DEFAULT_RANGE_HOURS = 24
+RANGE_BUCKET_HOURS = {24: 1, 7 * 24: 6, 30 * 24: 24}  # one point per bucket of hours
 NICE_STEPS = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168, 336, 720, 2160, 8760)
 
 
@@ -39,7 +45,10 @@ class Series:
 
 @dataclass(frozen=True)
 class ChartData:
-    """Everything one chart draws; hours are counted from ``first_hour``."""
+    """Everything one chart draws; hours are counted from ``first_hour``.
+
+    ``kind`` "lines": series over the hours; "stacked": one horizontal bar per
+    ``categories`` entry (an agent), each series a stacked part of it."""
 
     title: str
     y_label: str
@@ -48,34 +57,24 @@ class ChartData:
     series: tuple[Series, ...]
     markers: tuple[float, ...]  # x of the hours holding a control-room restart
     y_max: float | None = None  # a fixed top (error rate: 100 %); None: fit the data
-
-
-@dataclass(frozen=True)
-class HistoryTotals:
-    """The figures of the summary line, over the whole history (or one agent)."""
-
-    completed: int
-    errored: int
-    events: int
-    registered: int
-    restarts: int
-    first_hour: datetime | None
-    last_hour: datetime | None
-
-    @property
-    def error_rate(self) -> float | None:
-        terminal = self.completed + self.errored
-        return self.errored / terminal if terminal else None
+    kind: str = "lines"
+    categories: tuple[str, ...] = ()
+    empty_text: str = EMPTY_CHART
 
 
 @dataclass(frozen=True)
 class HistoryCharts:
-    """The three charts and the totals, for all agents or one."""
+    """The four charts, the range's per-agent summary and what the totals line says,
+    for all agents or one, over one range of hours."""
 
+    states: ChartData
     throughput: ChartData
-    duration: ChartData
-    error_rate: ChartData
-    totals: HistoryTotals
+    latency: ChartData
+    cost: ChartData
+    summary: RangeSummary
+    restarts: int
+    prices_path: Path | None  # where the prices came from
+    prices_error: str | None  # why prices.toml could not be used, if it could not
 
 
 def _hour_index(first: datetime, hour: datetime) -> float:
@@ -92,95 +91,103 @@ def _duration_unit(values: list[float]) -> tuple[float, str]:
     return 1000.0, "s"
 
 
-def build_charts(snapshot: HistorySnapshot, agent: str | None = None) -> HistoryCharts | None:
-    """The charts of ``snapshot`` (one ``agent``'s, or all agents' when None); None
-    when there is nothing to draw. Pure and cheap: the screen's load worker calls it.
+STATE_PARTS = (("working", ("working",)), ("waiting", ("waiting",)), ("idle", ("idle",)),
+               ("other", ("starting", "stalled", "exited", "interrupted")))  # fmt: skip
 
-    Percentiles cannot be merged exactly across agents, so with all agents the
-    duration chart shows the runs-weighted mean of the agents' p50 and the largest
-    agent p95 (an upper bound of the combined p95); one agent's are exact."""
-    rows = [row for row in snapshot.rows if agent is None or row.agent == agent]
-    restart_hours = [marker.hour for marker in snapshot.restarts]
-    hours_seen = [row.hour for row in rows] + restart_hours
-    if not rows:
+
+def build_charts(
+    snapshot: HistorySnapshot,
+    agent: str | None = None,
+    range_hours: int = DEFAULT_RANGE_HOURS,
+    prices: PriceTable | None = None,
+    prices_error: str | None = None,
+) -> HistoryCharts | None:
+    """The charts of ``snapshot`` over its newest ``range_hours`` (one ``agent``'s, or
+    all agents' when None); None when the history holds nothing to draw. Pure and
+    cheap: the screen's load worker calls it.
+
+    Percentiles are exact over each bucket of hours (the hours' sorted values merged),
+    for one agent or all."""
+    table = prices if prices is not None else PriceTable(())
+    summary = summarize(snapshot, range_hours, table, agent)
+    if summary.first_hour is None or summary.last_hour is None:
         return None
-    first, last = min(hours_seen), max(hours_seen)
+    first, last = summary.first_hour, summary.last_hour
+    rows = [r for r in snapshot.rows if (agent is None or r.agent == agent) and r.hour >= first]
+    usage = [u for u in snapshot.usage if (agent is None or u.agent == agent) and u.hour >= first]
+    if not rows and not usage:
+        return None
     span = int(_hour_index(first, last)) + 1
+    restart_hours = [m.hour for m in snapshot.restarts if first <= m.hour <= last]
     markers = tuple(_hour_index(first, hour) for hour in sorted(set(restart_hours)))
-    # plotext's cost grows with points: past MAX_POINTS hours, plot buckets of hours
-    bucket = next((n for n in BUCKET_HOURS if span / n <= MAX_POINTS), BUCKET_HOURS[-1])
+    bucket = RANGE_BUCKET_HOURS.get(range_hours) or next(
+        (n for n in BUCKET_HOURS if span / n <= MAX_POINTS), BUCKET_HOURS[-1]
+    )
+    buckets = -(-span // bucket)
+    starts = tuple(float(index * bucket) for index in range(buckets))
     by_bucket: dict[int, list[HourlyAggregate]] = defaultdict(list)
     for row in rows:
         by_bucket[int(_hour_index(first, row.hour)) // bucket].append(row)
 
-    completed: dict[str, list[float]] = {}
-    for name in sorted({row.agent for row in rows}):
-        completed[name] = [0.0] * -(-span // bucket)
+    completed: dict[str, list[float]] = {
+        name: [0.0] * buckets for name in sorted({r.agent for r in rows})
+    }
     for index, group in by_bucket.items():
         for row in group:
             completed[row.agent][index] += row.jobs_completed
-    starts = tuple(float(index * bucket) for index in range(-(-span // bucket)))
     throughput = tuple(Series(name, starts, tuple(ys)) for name, ys in completed.items())
 
-    p50_x: list[float] = []
-    p50_y: list[float] = []
-    p95_x: list[float] = []
-    p95_y: list[float] = []
-    rate_x: list[float] = []
-    rate_y: list[float] = []
+    p50: list[tuple[float, float]] = []
+    p95: list[tuple[float, float]] = []
     for index in sorted(by_bucket):
-        group = by_bucket[index]
-        x = float(index * bucket)
-        timed = [r for r in group if r.runs and r.run_ms_p50 is not None]
-        if timed:
-            runs = sum(r.runs for r in timed)
-            p50_x.append(x)
-            p50_y.append(sum(r.runs * (r.run_ms_p50 or 0.0) for r in timed) / runs)
-        worst = [r.run_ms_p95 for r in group if r.runs and r.run_ms_p95 is not None]
-        if worst:
-            p95_x.append(x)
-            p95_y.append(max(worst))
-        done = sum(r.jobs_completed for r in group)
-        errors = sum(r.jobs_errored for r in group)
-        if done + errors:
-            rate_x.append(x)
-            rate_y.append(100.0 * errors / (done + errors))
-    scale, unit = _duration_unit(p95_y + p50_y)
+        values = [ms for row in by_bucket[index] for ms in row.response_values]
+        if values:
+            p50.append((index * bucket, exact_percentile(values, 0.5) or 0.0))
+            p95.append((index * bucket, exact_percentile(values, 0.95) or 0.0))
+    scale, unit = _duration_unit([y for _, y in p95 + p50])
+    latency = tuple(
+        Series(label, tuple(x for x, _ in points), tuple(y / scale for _, y in points))
+        for label, points in (("p50", p50), ("p95", p95))
+    )
+
+    dollars = [0.0] * buckets
+    usage_by_bucket: dict[int, list[UsageRow]] = defaultdict(list)
+    for usage_row in usage:
+        usage_by_bucket[int(_hour_index(first, usage_row.hour)) // bucket].append(usage_row)
+    for index, spent in usage_by_bucket.items():
+        dollars[index] = price_usage(spent, table).usd
+    cost_series = (Series("≈ $", starts, tuple(dollars)),) if usage else ()
+
+    agents = summary.agents
+    states = tuple(
+        Series(label, tuple(range(len(agents))),
+               tuple(sum(a.activity_ms[n] for n in names) / 3600_000 for a in agents))
+        for label, names in STATE_PARTS
+    )  # fmt: skip
     whose = agent or "all agents"
     per = "hour" if bucket == 1 else f"{bucket} h"
-    p50_label = "p50" if agent else "p50 (mean)"
-    p95_label = "p95" if agent else "p95 (max)"
-    duration = (
-        Series(p50_label, tuple(p50_x), tuple(y / scale for y in p50_y)),
-        Series(p95_label, tuple(p95_x), tuple(y / scale for y in p95_y)),
-    )
-    totals = HistoryTotals(
-        completed=sum(row.jobs_completed for row in rows),
-        errored=sum(row.jobs_errored for row in rows),
-        events=sum(row.events for row in rows),
-        registered=sum(row.jobs_registered for row in rows),
-        restarts=sum(marker.restarts for marker in snapshot.restarts),
-        first_hour=first,
-        last_hour=last,
-    )
     return HistoryCharts(
+        states=ChartData(
+            f"Time in each activity, hours ({whose})", "h", first, span, states, (),
+            kind="stacked", categories=tuple(a.agent for a in agents),
+            empty_text="no agent ran in this range",
+        ),
         throughput=ChartData(
             f"Jobs completed per {per} ({whose})", "jobs", first, span, throughput, markers
         ),
-        duration=ChartData(
-            f"Run duration per {per}, {unit} ({whose})", unit, first, span, duration, markers
+        latency=ChartData(
+            f"Waiting for a person, {unit}: p50/p95 per {per} ({whose})", unit, first, span,
+            latency if p50 else (), markers, empty_text="no agent asked anything in this range",
         ),
-        error_rate=ChartData(
-            f"Error rate per {per}, % ({whose})",
-            "%",
-            first,
-            span,
-            (Series("errors", tuple(rate_x), tuple(rate_y)),),
-            markers,
-            y_max=100.0,
+        cost=ChartData(
+            f"Cost per {per}, $ estimated ({whose})", "$", first, span, cost_series, markers,
+            empty_text="no tokens recorded in this range",
         ),
-        totals=totals,
-    )
+        summary=summary,
+        restarts=sum(m.restarts for m in snapshot.restarts if first <= m.hour <= last),
+        prices_path=table.path,
+        prices_error=prices_error,
+    )  # fmt: skip
 
 
 def hour_ticks(first: datetime, hours: int, width: int) -> tuple[list[float], list[str]]:
@@ -202,10 +209,13 @@ def hour_ticks(first: datetime, hours: int, width: int) -> tuple[list[float], li
 
 def plot_chart(plt: Plot, data: ChartData) -> None:
     """Set up a fresh (or cleared) plotext figure to draw ``data``; x ticks apart,
-    since they depend on the width drawn at (``set_hour_ticks``)."""
+    since they depend on the size drawn at (``fit_to_size``)."""
     # plotext draws text into ANSI that is parsed back (Text.from_ansi): agent names
     # in titles and labels must not carry sequences of their own
     plt.title(visible(data.title))
+    if data.kind == "stacked":
+        _plot_stacked(plt, data)
+        return
     if data.hours == 1:  # one hour (a first demo run): its points mid-chart, not on the edge
         plt.xlim(-1, 1)
     else:
@@ -217,7 +227,7 @@ def plot_chart(plt: Plot, data: ChartData) -> None:
         plt.ylim(0, 1)
     if not values:  # an agent with no runs in these hours: say so, not an empty box
         middle = 0.0 if data.hours == 1 else (data.hours - 1) / 2
-        plt.text(EMPTY_CHART, middle, (data.y_max or 1) / 2, alignment="center")
+        plt.text(data.empty_text, middle, (data.y_max or 1) / 2, alignment="center")
     for series in data.series:
         if len(series.xs) == 1:  # a line needs two points; one is a dot a person can see
             label = visible(series.label)
@@ -233,9 +243,37 @@ def plot_chart(plt: Plot, data: ChartData) -> None:
         plt.scatter(xs, [top] * len(xs), marker="▼", color=MARKER_COLOR, label="restart")
 
 
-def set_hour_ticks(plt: Plot, data: ChartData, width: int) -> None:
-    """The x labels that fit ``width`` columns."""
-    ticks, labels = hour_ticks(data.first_hour, data.hours, width)
+def _plot_stacked(plt: Plot, data: ChartData) -> None:
+    """One horizontal bar per category (agent), its parts stacked: the time in each
+    activity. Agent names are data: shown through ``visible``."""
+    names = [visible(name) for name in data.categories]
+    parts = [list(series.ys) for series in data.series]
+    if not names or not any(y > 0 for ys in parts for y in ys):
+        plt.xlim(0, 1)
+        plt.ylim(0, 1)
+        plt.text(data.empty_text, 0.5, 0.5, alignment="center")
+        return
+    labels = [visible(s.label) for s in data.series]
+    # its stub says label; plotext's stacked_bar takes labels, one per part
+    plt.stacked_bar(names, parts, labels=labels, orientation="horizontal", width=0.6)  # type: ignore[call-arg]
+    plt.xlabel(data.y_label)
+
+
+LEGEND_ROWS_FREE = 4  # rows a stacked chart keeps free above its bars for the legend
+NOT_PLOT_ROWS = 5  # a chart's rows outside its plot area: title, x axis, its labels
+
+
+def fit_to_size(plt: Plot, data: ChartData, size: Size) -> None:
+    """What depends on the size drawn at: the x labels of an hour chart that fit its
+    width; the room a stacked chart leaves above its bars, so its legend (plotext
+    draws it at the top left) covers no bar."""
+    if data.kind == "stacked":
+        bars = max(1, len(data.categories))
+        rows = max(LEGEND_ROWS_FREE + 1, size.height - NOT_PLOT_ROWS)
+        free = LEGEND_ROWS_FREE * (bars + 1) / (rows - LEGEND_ROWS_FREE)
+        plt.ylim(0.5, bars + 0.5 + free)
+        return
+    ticks, labels = hour_ticks(data.first_hour, data.hours, size.width)
     plt.xticks(ticks, labels)
 
 
@@ -249,7 +287,7 @@ def draw_chart(data: ChartData, size: Size, plotext_theme: str) -> PlotVisual:
     read-ahead), and the chart then shows it instead of drawing (``drawn_ahead``)."""
     plot = Plot()
     plot_chart(plot, data)
-    set_hour_ticks(plot, data, size.width)
+    fit_to_size(plot, data, size)
     return render_figure(plot, size.width, size.height, plotext_theme)
 
 
@@ -302,9 +340,9 @@ class HistoryChart(PlotextPlot):
             return self._drawn[1]
         drawing = self._drawn_ahead.pop(key, None)
         if drawing is None:
-            if self._ticks_for != (self.size.width, data.hours):
-                set_hour_ticks(self.plt, data, self.size.width)
-                self._ticks_for = (self.size.width, data.hours)
+            if self._ticks_for != (self.size.width, self.size.height):
+                fit_to_size(self.plt, data, self.size)
+                self._ticks_for = (self.size.width, self.size.height)
             drawing = render_plot(self)
         self._drawn = (key, drawing)
         self.draws += 1

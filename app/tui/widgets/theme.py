@@ -16,6 +16,7 @@ STATUS_COLOURS = {
     "completed": "success",
     "error": "error-lighten-1",
     "cancelled": "foreground-darken-2",
+    "interrupted": "error",  # running, its agent pane gone: R brings it back
 }
 LIVENESS_COLOURS = {
     "ok": "success",
@@ -94,11 +95,14 @@ def _parse(value: str | None) -> Color | None:
 
 
 def theme_style(app: App[object], variable: str, *, bold: bool = False) -> Style:
-    """The Rich style for a theme variable such as `success` (plain if unknown).
+    """The Rich style for a theme variable such as `success` (plain if unknown, or
+    empty: asking the app about "" regenerates its every variable, a few ms).
 
     Parsed with Textual's colour parser: the ANSI themes name colours `ansi_green`,
     which Rich does not read (ansi-dark crashed the control room), and come out as the
     terminal's own palette colours."""
+    if not variable:
+        return Style(bold=bold)
     colour = _resolved(app, variable)
     return Style(color=colour.rich_color, bold=bold) if colour is not None else Style(bold=bold)
 
