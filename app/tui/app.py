@@ -442,6 +442,9 @@ class ControlRoomApp(InboxActions):
         selects_jobs = hasattr(type(self.screen), "selected_job_id")
         if action == "history" and isinstance(self.screen, HistoryScreen):
             return False  # h on the History screen itself: nothing to do, not in its footer
+        nobody_waits = isinstance(self.screen, InboxScreen) and not self.screen.rows
+        if nobody_waits and action in JOB_ACTIONS | {"next_waiting"}:
+            return False  # an empty inbox: esc, ? and q are all its footer offers
         if action == "sort" and not isinstance(self.screen, MainScreen):
             return False  # sorting: the jobs table only
         if action == "open_job" and not isinstance(self.screen, MainScreen | InboxScreen):

@@ -529,3 +529,24 @@ async def test_the_inbox_takes_the_question_notices_off_and_shows_no_new_ones(
         fake.emit("0a1b2c3d", "started")
         fake.emit("0a1b2c3d", "permission_required", "Bash `ls`")
         await wait_until(pilot, lambda: any("Bash `ls`" in n for n in notices(app)), "on main")
+
+
+async def test_an_empty_inbox_offers_only_back_help_and_quit(
+    make_app: AppFactory, fake: FakeSource
+) -> None:
+    """Nobody waits: the footer drops the answer keys and enter (it listed y/n/a and
+    moved enter to its end), and brings them back when a job asks."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await pilot.press("w", "y")  # answers the only waiting job: the inbox empties
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+
+        def footer() -> set[str]:
+            return {key.key_display for key in screen.query_one(Footer).query(FooterKey)}
+
+        await wait_until(pilot, lambda: not screen.rows, "nobody waiting")
+        await wait_until(pilot, lambda: footer() == {"esc", "?", "q", "^p"}, "back, help, quit")
+        fake.emit(SECOND, "permission_required", "Bash `npm test`")
+        await wait_until(pilot, lambda: {"⏎", "y", "n", "a"} <= footer(), "the answer keys")

@@ -178,7 +178,9 @@ class InboxScreen(Screen[None]):
                 for (column, _), cell in zip(COLUMNS, self._cells(job, now), strict=True):
                     if table.get_cell(job.job_id, column) != cell:
                         table.update_cell(job.job_id, column, cell)
-        self.set_class(not self.rows, "-empty")
+        if self.has_class("-empty") != (not self.rows):
+            self.set_class(not self.rows, "-empty")
+            self.refresh_bindings()  # its footer: the answer keys only while someone waits
         title = f"Waiting for you: {counted(len(self.rows), 'job')}"
         self.query_one("#inbox-title", Static).update(as_text(title, "bold"))
         self._describe(self._row(self.selected_job_id))
