@@ -29,6 +29,8 @@ HOME_ENV = "GEMINI_CLI_HOME"
 HOOK_EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification",
                "AfterAgent", "SessionEnd")  # fmt: skip
 HOOK_TIMEOUT_MS = 5000
+IDLE_PROMPT = r"Type your message or @path/to/file"
+"""Its input box: shown when it waits for the person's next message, hidden by a dialog."""
 TOOL_OF_KIND = {"exec": "Shell", "edit": "Edit"}
 """A ToolPermission's kind as its dialog names the tool ("Allow execution of [Shell]?")."""
 
@@ -95,6 +97,9 @@ class Gemini(AgentAdapter):
             r"|Allow execution of: .+\?)",
             lines=30,
             details=(r"│ \? \S+\s+(?P<command>\S.*?)\s*│\s*$",),
+            # its input box is hidden while the dialog is open: below the dialog, it
+            # means an answered one (left in the scrollback by a redraw after a resize)
+            gone_if_below=IDLE_PROMPT,
         ),
         ScreenRule(
             "gemini.setup",
@@ -104,7 +109,7 @@ class Gemini(AgentAdapter):
             lines=40,
         ),
         ScreenRule("gemini.working", "working", r"\(esc to cancel|\(esc to\s*$", lines=10),
-        ScreenRule("gemini.idle", "idle", r"Type your message or @path/to/file", lines=8),
+        ScreenRule("gemini.idle", "idle", IDLE_PROMPT, lines=8),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:

@@ -6,6 +6,9 @@ is a regular expression searched over the last lines of the pane text; named
 groups ``question``, ``tool`` and ``command`` carry what the agent waits on,
 and ``details`` patterns fill in what the main pattern did not capture.
 The first rule that matches wins, so waiting rules come before working ones.
+``gone_if_below`` marks a match as history: a dialog answered long ago can stay
+in the lines read (a redraw after a resize leaves it in the scrollback), and what
+the agent shows only once the dialog has closed, below it, says it is over.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ class ScreenRule:
     pattern: str
     lines: int = DEFAULT_LINES
     details: tuple[str, ...] = ()
+    gone_if_below: str = ""
     compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
     compiled_details: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    compiled_gone: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Compile once; a bad rule is refused where it is defined, not at match time."""
@@ -62,6 +67,8 @@ class ScreenRule:
                 "compiled_details",
                 tuple(re.compile(text, re.MULTILINE) for text in self.details),
             )
+            gone = re.compile(self.gone_if_below, re.MULTILINE) if self.gone_if_below else None
+            object.__setattr__(self, "compiled_gone", gone)
         except re.error as exc:
             raise RuleError(f"screen rule {self.name!r}: bad pattern: {exc}") from None
 
@@ -70,6 +77,8 @@ class ScreenRule:
         found = self.compiled.search(text)
         if found is None:
             return None
+        if self.compiled_gone is not None and self.compiled_gone.search(text, found.end()):
+            return None  # what follows the match shows it is over (an old dialog)
         values = _named(found)
         for detail in self.compiled_details:
             extra = detail.search(text)
@@ -85,7 +94,8 @@ class ScreenRule:
 
     @classmethod
     def from_config(cls, agent: str, data: Mapping[str, Any]) -> ScreenRule:
-        """A rule from the agents config: ``{name, activity, pattern, lines?, details?}``."""
+        """A rule from the agents config:
+        ``{name, activity, pattern, lines?, details?, gone_if_below?}``."""
         name = data.get("name")
         pattern = data.get("pattern")
         if not isinstance(name, str) or not name or not isinstance(pattern, str):
@@ -99,7 +109,11 @@ class ScreenRule:
         if type(lines) is not int:
             raise RuleError(f"screen rule {name!r}: lines must be a whole number")
         qualified = name if "." in name else f"{agent}.{name}"
-        return cls(qualified, str(data.get("activity", "")), pattern, lines, tuple(details))
+        gone_if_below = data.get("gone_if_below", "")
+        if not isinstance(gone_if_below, str):
+            raise RuleError(f"screen rule {name!r}: gone_if_below must be a pattern (text)")
+        activity = str(data.get("activity", ""))
+        return cls(qualified, activity, pattern, lines, tuple(details), gone_if_below)
 
 
 def _named(found: re.Match[str]) -> dict[str, str]:

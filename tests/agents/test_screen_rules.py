@@ -94,3 +94,31 @@ def test_named_groups_and_details_fill_the_question() -> None:
     seen = rule.match("mine", "tool: Patch\nApply fix.diff? [y/n]")
     assert seen is not None
     assert (seen.question, seen.tool, seen.command) == ("Apply fix.diff?", "Patch", "fix.diff")
+
+
+def test_gemini_dialog_left_above_its_input_box_is_over() -> None:
+    """A redraw after the window was resized (a person stepped in from a smaller
+    terminal) leaves Gemini's answered dialog in the lines read; its input box under it
+    says the dialog is closed: idle, not waiting again."""
+    rules = adapter_for("gemini").screen_rules
+    dialog = screen("gemini", "approval_dialog")
+    idle = [line for line in screen("gemini", "idle_after_turn") if line.strip()][-6:]
+    seen = match_screen("gemini", rules, [*dialog, *idle])
+    assert seen is not None and seen.activity == "idle", seen
+    asking = match_screen("gemini", rules, [*idle, *dialog])  # the box above: still asks
+    assert asking is not None and asking.activity == "waiting", asking
+
+
+def test_gone_if_below_from_the_agents_config() -> None:
+    """A user's rule can say what, under its match, shows the question answered."""
+    rule = ScreenRule.from_config(
+        "mybot",
+        {"name": "ask", "activity": "waiting", "pattern": r"^Run (?P<command>.+)\?$",
+         "gone_if_below": r"^mybot> ?$"},
+    )  # fmt: skip
+    assert rule.match("mybot", "mybot>\nRun make?") is not None
+    assert rule.match("mybot", "Run make?\nok\nmybot>") is None
+    with pytest.raises(RuleError, match="gone_if_below must be a pattern"):
+        ScreenRule.from_config(
+            "mybot", {"name": "ask", "activity": "waiting", "pattern": "x", "gone_if_below": 3}
+        )
