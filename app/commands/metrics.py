@@ -17,8 +17,9 @@ import socketserver
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import click
@@ -84,44 +85,54 @@ class RegistryCollector:
         )
 
 
+Family = TypeVar("Family", GaugeMetricFamily, CounterMetricFamily)
+
 _UP_HELP = "1 if the registry was read for this scrape, 0 if it could not be (see the log)."
+
+
+def _filled(family: Family, counts: Mapping[Any, float]) -> Family:
+    """``family`` with one sample per key of ``counts`` (a label value, or a tuple of
+    them), in key order so that scrapes read alike."""
+    for key, value in sorted(counts.items()):
+        family.add_metric(list(key) if isinstance(key, tuple) else [key], value)
+    return family
 
 
 def families(stats: LiveStats) -> Iterator[Metric]:
     """The metric families of one snapshot (their names and meaning: README, Metrics)."""
-    jobs = GaugeMetricFamily(
-        "orchestrate_jobs", "Jobs in the registry, by agent and status.", labels=["agent", "status"]
+    yield _filled(
+        GaugeMetricFamily(
+            "orchestrate_jobs",
+            "Jobs in the registry, by agent and status.",
+            labels=["agent", "status"],
+        ),
+        stats.jobs,
     )
-    for (agent, status), count in sorted(stats.jobs.items()):
-        jobs.add_metric([agent, status], count)
-    yield jobs
-    running = GaugeMetricFamily(
-        "orchestrate_running_jobs",
-        "Running jobs by agent and activity (unknown: no signal has described it yet).",
-        labels=["agent", "activity"],
+    yield _filled(
+        GaugeMetricFamily(
+            "orchestrate_running_jobs",
+            "Running jobs by agent and activity (unknown: no signal has described it yet).",
+            labels=["agent", "activity"],
+        ),
+        stats.running,
     )
-    for (agent, activity), count in sorted(stats.running.items()):
-        running.add_metric([agent, activity], count)
-    yield running
     yield GaugeMetricFamily(
         "orchestrate_jobs_waiting",
         "Running jobs waiting for a person (a permission or a question).",
         value=stats.waiting,
     )
-    sessions = GaugeMetricFamily(
-        "orchestrate_sessions", "Agent sessions by state.", labels=["state"]
+    yield _filled(
+        GaugeMetricFamily("orchestrate_sessions", "Agent sessions by state.", labels=["state"]),
+        stats.sessions,
     )
-    for state, count in sorted(stats.sessions.items()):
-        sessions.add_metric([state], count)
-    yield sessions
-    events = CounterMetricFamily(
-        "orchestrate_events_ingested",
-        "Job events the registry recorded (each once, however it arrived), by agent.",
-        labels=["agent"],
+    yield _filled(
+        CounterMetricFamily(
+            "orchestrate_events_ingested",
+            "Job events the registry recorded (each once, however it arrived), by agent.",
+            labels=["agent"],
+        ),
+        stats.events,
     )
-    for agent, count in sorted(stats.events.items()):
-        events.add_metric([agent], count)
-    yield events
     if stats.event_age_s is not None:
         yield GaugeMetricFamily(
             "orchestrate_last_event_age_seconds",
@@ -143,14 +154,14 @@ def families(stats: LiveStats) -> Iterator[Metric]:
         "Bus messages not yet exported to export/bus.jsonl (the history's input).",
         value=stats.export_backlog,
     )
-    storage = GaugeMetricFamily(
-        "orchestrate_storage_bytes",
-        "Bytes on disk: the state database, its write-ahead log, the payload blobs.",
-        labels=["file"],
+    yield _filled(
+        GaugeMetricFamily(
+            "orchestrate_storage_bytes",
+            "Bytes on disk: the state database, its write-ahead log, the payload blobs.",
+            labels=["file"],
+        ),
+        stats.storage_bytes,
     )
-    for name, size in sorted(stats.storage_bytes.items()):
-        storage.add_metric([name], size)
-    yield storage
     yield GaugeMetricFamily(
         "orchestrate_blobs", "Payload blobs (payloads over 4 KiB) on disk.", value=stats.blobs
     )
