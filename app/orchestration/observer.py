@@ -68,8 +68,9 @@ class StatusStreams:
         self._lock = threading.Lock()
         self._scanners: dict[str, tuple[StatusScanner, int]] = {}
 
-    def read(self, job_id: str, log_path: Path, size: int) -> Observation | None:
-        """The newest status in the bytes of ``log_path`` not read yet (up to ``size``)."""
+    def read(self, job_id: str, log_path: Path, size: int) -> tuple[Observation, ...]:
+        """The newest status in the bytes of ``log_path`` not read yet (up to ``size``),
+        after the turn's work it ended, if that came in the same read (``passed``)."""
         with self._lock:
             scanner, offset = self._scanners.get(job_id, (StatusScanner(), 0))
             start = 0 if size < offset else offset  # a smaller log was replaced
@@ -80,12 +81,26 @@ class StatusStreams:
                     handle.seek(start)
                     seen = scanner.feed(handle.read(size - start))
             self._scanners[job_id] = (scanner, size)
-            return seen[-1] if seen else None  # the newest state is the one that counts
+            return passed(seen)
 
     def forget_all_but(self, job_ids: set[str]) -> None:
         with self._lock:
             for job_id in set(self._scanners) - job_ids:
                 del self._scanners[job_id]
+
+
+def passed(seen: Sequence[Observation]) -> tuple[Observation, ...]:
+    """The newest state is the one that counts; but a turn that began and ended between
+    two reads (working, then done) must still be seen to have worked: without that, a
+    job done when idle never completed (its agent had not worked since it started)."""
+    if not seen:
+        return ()
+    newest = seen[-1]
+    if newest.activity != "working":
+        worked = next((s for s in reversed(seen[:-1]) if s.activity == "working"), None)
+        if worked is not None:
+            return (worked, newest)
+    return (newest,)
 
 
 @dataclass
@@ -211,21 +226,23 @@ class AgentObserver:
             tuple(found), finish, heartbeat=_heartbeat(activity), idle_done=finish is not None
         )
 
-    def look_at_output(self, job: Job, log_path: Path, now: float) -> Observation | None:
+    def look_at_output(self, job: Job, log_path: Path, now: float) -> tuple[Observation, ...]:
         """Only the agent's status sequence in its new output: cheap enough to do ten
         times a second between full looks (a stat, and a read when it grew)."""
         watch = self.watches.get(job.job_id)
         if watch is None or not watch.adapter.reads_osc_status:
-            return None
+            return ()
         try:
             size = log_path.stat().st_size
         except OSError:
-            return None
-        seen = self.statuses.read(job.job_id, log_path, size)
+            return ()
         current = observation_of(job.activity, job.activity_source, job.activity_data)
-        if seen is None or self._outranked(watch, current) or seen.defers_to(current):
-            return None
-        return seen
+        found: list[Observation] = []
+        for seen in self.statuses.read(job.job_id, log_path, size):
+            if not self._outranked(watch, current) and not seen.defers_to(current):
+                found.append(seen)
+                current = seen
+        return tuple(found)
 
     @staticmethod
     def _outranked(watch: Watch, current: Observation | None) -> bool:
@@ -255,10 +272,10 @@ class AgentObserver:
             watch.output_at = now
         watch.log_size = size
         if watch.adapter.reads_osc_status:
-            seen = self.statuses.read(job_id, log_path, size)
-            outranked = self._outranked(watch, current)
-            if seen is not None and not outranked and not seen.defers_to(current):
-                found.append(seen)
+            for seen in self.statuses.read(job_id, log_path, size):
+                if not self._outranked(watch, current) and not seen.defers_to(current):
+                    found.append(seen)
+                    current = seen
         return grew
 
     def _read_screen(

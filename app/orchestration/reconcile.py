@@ -157,14 +157,12 @@ class Reconciler:
             recorded = 0
             now = self.clock()
             for job in orch.registry.list(status="running"):
-                seen = self.observer.look_at_output(job, orch.pane_log(job.job_id), now)
-                if seen is None:
-                    continue
-                try:
-                    if orch.registry.observe(job.job_id, seen) is not None:
-                        recorded += 1
-                except RegistryError as exc:
-                    log.info("job %s: activity not recorded: %s", job.job_id, exc)
+                for seen in self.observer.look_at_output(job, orch.pane_log(job.job_id), now):
+                    try:
+                        if orch.registry.observe(job.job_id, seen) is not None:
+                            recorded += 1
+                    except RegistryError as exc:
+                        log.info("job %s: activity not recorded: %s", job.job_id, exc)
             return recorded
 
     def _apply(self, job: Job, verdict: Verdict, report: ReconcileReport) -> None:

@@ -114,7 +114,7 @@ def test_a_status_sequence_does_not_replace_a_structured_wait(
     now = time.time()
     look(observer, registry, job_id, log, now)
     log.write_bytes(log.read_bytes() * 2)
-    assert observer.look_at_output(registry.get(job_id), log, now + 0.5) is None
+    assert observer.look_at_output(registry.get(job_id), log, now + 0.5) == ()
     job = registry.get(job_id)
     assert job.activity_source == "appserver:codex:requestApproval"
     assert (job.activity_data or {})["command"] == "touch done.txt"
@@ -204,7 +204,7 @@ def test_a_late_status_sequence_does_not_undo_the_app_servers_wait(
     registry.observe(job_id, Observation("waiting", "appserver:codex:requestApproval",
                                          tool="Shell", command="touch done.txt"))  # fmt: skip
     log.write_bytes(log.read_bytes() + b"\x1b]7501;state=working:app=codex\x1b\\")
-    assert observer.look_at_output(registry.get(job_id), log, now + 0.1) is None
+    assert observer.look_at_output(registry.get(job_id), log, now + 0.1) == ()
     log.write_bytes(log.read_bytes() + b"\x1b]7501;state=idle:app=codex\x1b\\")
     look(observer, registry, job_id, log, now + 1)
     job = registry.get(job_id)
@@ -246,3 +246,31 @@ def test_codex_repeating_its_blocked_status_is_one_wait(registry: Registry) -> N
     assert job.activity_at_ms == since
     assert registry.observe(job_id, Observation("working", "osc:codex:working")) is not None
     assert registry.observe(job_id, blocked) is not None  # the next question is a new wait
+
+
+@pytest.mark.parametrize("reader", ["quick", "full"])
+def test_a_turn_begun_and_done_between_two_reads_has_worked(
+    reader: str, registry: Registry, tmp_path: Path
+) -> None:
+    """Codex on a fast model: `working` then `done` land in the pane log between two
+    reads. Only the newest state counted, so the job had never worked since it started
+    and, done when idle, never completed (seen as a flaky resume test on a busy CI)."""
+    job_id = running(registry, "codex")
+    registry.observe(job_id, Observation("starting", "control-room"))
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"")
+    observer = AgentObserver(Screen())
+    now = time.time()
+    look(observer, registry, job_id, log, now)  # the pane is up, nothing printed yet
+    log.write_bytes(b"\x1b]7501;state=working:app=codex\x1b\\reply\x1b]7501;state=done\x1b\\")
+    if reader == "quick":
+        for seen in observer.look_at_output(registry.get(job_id), log, now + 0.1):
+            registry.observe(job_id, seen)
+    else:
+        look(observer, registry, job_id, log, now + 1)
+    assert [c.activity for c in registry.activity_history(job_id)] == [
+        "starting",
+        "working",
+        "idle",
+    ]
+    assert registry.has_worked(job_id)
