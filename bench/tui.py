@@ -461,6 +461,8 @@ def main() -> None:
     )
     parser.add_argument("--waits", type=int, default=20, help="permission waits to signal")
     args = parser.parse_args()
+    if args.waits < 1:
+        parser.error("--waits must be at least 1 (the bell's latency needs a wait)")
     with tempfile.TemporaryDirectory() as scratch:
         state = args.state or Path(scratch) / "state"
         if not (state / "state.db").exists():
