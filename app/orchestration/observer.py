@@ -238,8 +238,9 @@ class AgentObserver:
             return ()
         current = observation_of(job.activity, job.activity_source, job.activity_data)
         found: list[Observation] = []
+        outranked = self._outranked(watch, current)
         for seen in self.statuses.read(job.job_id, log_path, size):
-            if not self._outranked(watch, current) and not seen.defers_to(current):
+            if not outranked and not seen.defers_to(current):
                 found.append(seen)
                 current = seen
         return tuple(found)
@@ -272,8 +273,9 @@ class AgentObserver:
             watch.output_at = now
         watch.log_size = size
         if watch.adapter.reads_osc_status:
+            outranked = self._outranked(watch, current)
             for seen in self.statuses.read(job_id, log_path, size):
-                if not self._outranked(watch, current) and not seen.defers_to(current):
+                if not outranked and not seen.defers_to(current):
                     found.append(seen)
                     current = seen
         return grew
@@ -306,6 +308,12 @@ class AgentObserver:
         if seen.defers_to(current) or (
             current is not None and seen.same_as(current.activity, current.to_data())
         ):
+            watch.candidate = None
+            return None
+        if current is not None and current.source.startswith(APP_SERVER):
+            # Codex's own app-server reports each change of this job (its requests and
+            # its thread's status): a screen drawn late (the remote TUI lags under load)
+            # showed its prompt for 2 s and ended a request that was still pending
             watch.candidate = None
             return None
         if (

@@ -274,3 +274,24 @@ def test_a_turn_begun_and_done_between_two_reads_has_worked(
         "idle",
     ]
     assert registry.has_worked(job_id)
+
+
+def test_a_screen_does_not_end_a_request_the_app_server_holds(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Seen on a loaded CI: Codex's remote TUI still showed its prompt two seconds after
+    its app-server asked for approval, and the screen's idle ended the pending request.
+    The app-server reports every change of the job: the screen waits for it."""
+    job_id = running(registry, "codex")
+    registry.observe(job_id, Observation("waiting", "appserver:codex:requestApproval",
+                                         tool="Shell", command="touch done.txt"))  # fmt: skip
+    screen = Screen()
+    screen.lines = ["", "\u203a Ask Codex to do anything", "", "  ? for shortcuts"]
+    log = tmp_path / "pane.log"
+    log.write_bytes(b"prompt")
+    observer = AgentObserver(screen)
+    now = time.time()
+    for step in range(4):
+        look(observer, registry, job_id, log, now + step * SCREEN_CONFIRM_SEC)
+    job = registry.get(job_id)
+    assert job.activity == "waiting" and job.activity_source == "appserver:codex:requestApproval"

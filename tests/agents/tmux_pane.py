@@ -132,7 +132,7 @@ class AgentPane:
         ).split()
         return int(out[1]) if out and out[0] == "1" and len(out) > 1 else None
 
-    def wait_for(self, text: str, timeout: float = 15.0) -> str:
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
         """Wait until TEXT is on screen; return that screen."""
         return self.wait_until(lambda screen: text in screen, timeout, f"{text!r} on screen")
 
