@@ -136,8 +136,11 @@ class Observation:
         """Whether this sighting, from a weaker source, must leave the job's current
         activity alone: it only repeats what a structured source (a hook, Codex's
         app-server) said, adding no command; it is a status sequence repeating the
-        current state; or it is Codex's status sequence while its app-server reports
-        (read late from the pane log, it may be stale).
+        current state; it is Codex's status sequence while its app-server reports (read
+        late from the pane log, it may be stale); or it is a screen while that
+        app-server holds a request (the server says when the request is over: a remote
+        TUI drawn late under load showed its prompt for 2 s, and its idle ended a
+        request still pending).
 
         Checked where the change is written, so a supervision pass that read the job
         before the structured source spoke cannot undo what it said."""
@@ -150,7 +153,10 @@ class Observation:
             return True
         if current.source.startswith(STRUCTURED_SOURCES) and current.activity == self.activity:
             return bool(current.command) or not self.command
-        return current.source.startswith(APP_SERVER) and self.source.startswith("osc:")
+        if not current.source.startswith(APP_SERVER):
+            return False
+        asking = current.activity == "waiting"
+        return self.source.startswith("osc:") or (asking and self.source.startswith("screen:"))
 
     def summary(self) -> str:
         """What it is about, in a few words: "Bash `npm test`", or the question."""

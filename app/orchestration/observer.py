@@ -310,12 +310,6 @@ class AgentObserver:
         ):
             watch.candidate = None
             return None
-        if current is not None and current.source.startswith(APP_SERVER):
-            # Codex's own app-server reports each change of this job (its requests and
-            # its thread's status): a screen drawn late (the remote TUI lags under load)
-            # showed its prompt for 2 s and ended a request that was still pending
-            watch.candidate = None
-            return None
         if (
             current is not None
             and current.activity == seen.activity == "waiting"
