@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from registry.errors import InvalidJobInput
+from registry.vocabulary import Activity
 
-ACTIVITIES: Final = ("starting", "working", "waiting", "idle", "stalled", "exited", "interrupted")
+ACTIVITIES: Final = tuple(Activity)
 """Every activity a running job can have (SPEC §3)."""
 
 NEEDS_PERSON: Final = frozenset({"waiting"})

@@ -20,26 +20,18 @@ from typing import Final
 
 from bus.messages import Bus, Outgoing, Published
 from registry.errors import ReservedMessage
+from registry.vocabulary import MessageType
 
-JOB_EVENT: Final = "job.event"
-"""An event the registry accepted (validated, verified, deduplicated)."""
-JOB_REGISTERED: Final = "job.registered"
-JOB_STATUS: Final = "job.status"
-JOB_FLAG: Final = "job.flag"
-"""The control room's watcher flags a quiet job (written by ``app``)."""
-JOB_DECISION: Final = "job.decision"
-"""The control room's answer to a permission request, which a waiting agent hook
-obeys (written and read by ``app``): a forged one would approve a command."""
-JOB_USAGE: Final = "job.usage"
-"""The tokens of one model message of a job's agent, read from its transcript
-(``registry.usage``); the history sums them."""
-SESSION_STATUS: Final = "session.status"
-QUEUE_NUDGE: Final = "queue.nudge"
-CONTROL_STARTED: Final = "control.started"
-"""A control room started (written by the TUI; the history counts restarts)."""
-CONTROL_NOTIFIED: Final = "control.notified"
-"""A needs-you or finished signal was announced to the notify command, filed under
-"<job_id>:notify:<mark>" so it is announced once (registry/needs_you.py)."""
+JOB_EVENT: Final = MessageType.JOB_EVENT
+JOB_REGISTERED: Final = MessageType.JOB_REGISTERED
+JOB_STATUS: Final = MessageType.JOB_STATUS
+JOB_FLAG: Final = MessageType.JOB_FLAG
+JOB_DECISION: Final = MessageType.JOB_DECISION
+JOB_USAGE: Final = MessageType.JOB_USAGE
+SESSION_STATUS: Final = MessageType.SESSION_STATUS
+QUEUE_NUDGE: Final = MessageType.QUEUE_NUDGE
+CONTROL_STARTED: Final = MessageType.CONTROL_STARTED
+CONTROL_NOTIFIED: Final = MessageType.CONTROL_NOTIFIED
 
 RESERVED_PREFIXES: Final = ("job.", "session.", "queue.", "control.")
 """Every type the registry and the control room write, and any they may add, is

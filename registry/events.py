@@ -24,18 +24,11 @@ from typing import Any, Final, TypeGuard
 
 from registry.detail import CONTROL_CHARACTER, check_detail, encodable
 from registry.errors import InvalidEvent
+from registry.vocabulary import EventType
 
 SCHEMA_VERSION: Final = 1
-EVENT_TYPES: Final = (
-    "started",
-    "progress",
-    "permission_required",
-    "completed",
-    "error",
-    "activity",  # an observed change of what the agent is doing (registry/activity.py)
-    "input",  # text a person sent to the agent (the control room's prompt box, `send`)
-)
-TERMINAL_EVENTS: Final = frozenset({"completed", "error"})
+EVENT_TYPES: Final = tuple(EventType)
+TERMINAL_EVENTS: Final = frozenset({EventType.COMPLETED, EventType.ERROR})
 FIELDS: Final = ("schema_version", "seq", "job_id", "event", "timestamp", "detail", "data")
 SIGNATURE_FIELD: Final = "hmac_sig"
 

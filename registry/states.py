@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from registry.errors import IllegalTransition, UnknownStatus
+from registry.vocabulary import JobStatus, ReviewState, SessionStatus
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ BY_HAND: Final = "by_hand"
 
 JOB: Final = StateMachine(
     name="job",
-    states=("pending", "running", "completed", "error", "cancelled"),
+    states=tuple(JobStatus),
     initial="pending",
     transitions=(
         _move("pick", "pending", "running", "picked by its agent session"),
@@ -182,7 +183,7 @@ follow-up (`orchestrate send`, the control room's `i`): only by that name."""
 
 SESSION: Final = StateMachine(
     name="session",
-    states=("running", "stopped", "terminated", "archived"),
+    states=tuple(SessionStatus),
     initial="running",
     transitions=(
         _move("stop", "running", "stopped", "stopped gracefully"),
@@ -196,7 +197,7 @@ SESSION: Final = StateMachine(
 
 WORKER: Final = StateMachine(
     name="worker",
-    states=("ASSIGNED", "WORKING", "IN_REVIEW", "APPROVED", "COMPLETED", "CANCELLED", "FAILED"),
+    states=tuple(ReviewState),
     initial="ASSIGNED",
     transitions=(
         _move("start", "ASSIGNED", "WORKING", "started work"),
