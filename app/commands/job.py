@@ -226,7 +226,7 @@ def pick(settings: Settings, agent_session: str) -> None:
 def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
     """Cancel a pending or running job, and stop its agent (its own exit keys, then its
     pane is killed after a grace period), as the control room's c does."""
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
     done = Orchestrator(settings).cancel(job_id, by=f"{getpass.getuser()} (cli)", reason=reason)
     click.echo(f"{job_id}: {done.status}")
@@ -245,7 +245,7 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
     queued again for a worker to pick."""
-    from app.orchestration import OrchestrationError, Orchestrator
+    from app.control import OrchestrationError, Orchestrator
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")

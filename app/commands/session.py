@@ -7,8 +7,8 @@ import sys
 import click
 
 from app.commands.workdir import WORKDIR
-from app.orchestration import Orchestrator
-from app.orchestration.launches import split_command
+from app.control import Orchestrator
+from app.control.launch import split_command
 from app.settings import Settings
 from app.terminal.output import dumps
 from app.tmux.errors import TmuxNotInstalled

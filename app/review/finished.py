@@ -1,7 +1,7 @@
 """A work-tree job's agent has ended its work: its review comes up (WORKING -> IN_REVIEW),
 with what its branch and work tree hold summarised.
 
-Apart from the rest of the flow so that the supervision pass (app/orchestration)
+Apart from the rest of the flow so that the supervision pass (app/supervision)
 can call it without the flow's tmux side: nothing here starts or stops an agent.
 """
 

@@ -32,7 +32,7 @@ from registry.jobs import Registry
 from registry.review import LIVE, JobMove, Review, ReviewStore
 
 if TYPE_CHECKING:
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class ReviewFlow:
             if self._make_orchestrator is not None:
                 self._orchestrator = self._make_orchestrator()
             else:
-                from app.orchestration import Orchestrator
+                from app.control import Orchestrator
 
                 self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
         return self._orchestrator

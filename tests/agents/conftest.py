@@ -27,8 +27,8 @@ def serve_model() -> Iterator[ServeModel]:
         server.close()
 
 
-# The orchestration tier's real tmux, state dir and Orchestrator, for tests that run
+# The control room's real tmux, state dir and Orchestrator, for tests that run
 # agents through orchestrate itself.
-from tests.orchestration.conftest import orch, tmux_socket, workdir  # noqa: E402
+from tests.control.conftest import orch, tmux_socket, workdir  # noqa: E402
 
 __all__ = ["ServeModel", "orch", "serve_model", "tmux_socket", "workdir"]

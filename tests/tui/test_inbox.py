@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer
 from textual.widgets._footer import FooterKey
 from tui_helpers import loaded, notices, select, wait_until
 
-from app.orchestration.notify import NotifyCommand
+from app.supervision.notify import NotifyCommand
 from app.tmux.attach import AttachCommand
 from app.tui.app import ControlRoomApp
 from app.tui.needs_you import SignalSettings

@@ -22,14 +22,22 @@ from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
 
-orchestration = pytest.importorskip("app.orchestration")
+control = pytest.importorskip("app.control")
 
 SIZE = (120, 40)
 
 
 def demo_cmd(*flags: str, steps: int = 3, delay: float = 0.05) -> list[str]:
     """The demo agent as a pane command: fast, and asking permission if told to."""
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", str(steps), "--delay", str(delay)]
+    argv = [
+        sys.executable,
+        "-m",
+        "app.agents.demo_cli",
+        "--steps",
+        str(steps),
+        "--delay",
+        str(delay),
+    ]
     return [*argv, *flags, "{prompt_file}"]
 
 
@@ -38,7 +46,7 @@ SLOW = demo_cmd(steps=50, delay=2.0)  # busy for minutes: long enough to act on
 
 @pytest.fixture
 def orch(state_dir: Path, tmux_socket: str) -> Iterator[Any]:
-    orchestrator = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orchestrator = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     yield orchestrator
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import SessionOwnedElsewhere

@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from app.orchestration.observer import AgentObserver, Verdict
 from app.review.finished import tree_holds_work, under_review, work_finished
 from app.settings import Settings
+from app.supervision.observer import AgentObserver, Verdict
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
 from bus import heartbeats

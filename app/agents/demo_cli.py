@@ -1,6 +1,8 @@
-"""A simulated coding agent for tmux panes: prints work, reports through `orchestrate publish`.
+"""The demo agent's own CLI: a simulated coding agent for tmux panes that prints work
+and reports through `orchestrate publish` (its adapter is ``app/agents/demo.py``, as
+``claude.py`` is the claude CLI's).
 
-Run as `python -m app.demo_agent [PROMPT_FILE]` (the prompt comes from the file,
+Run as `python -m app.agents.demo_cli [PROMPT_FILE]` (the prompt comes from the file,
 else from stdin). It is what `orchestrate demo` and the end-to-end tests drive:
 it behaves like a real agent, asking y/n permission on its terminal when told to.
 """
@@ -40,7 +42,7 @@ def _env_flag(name: str) -> bool:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Flags, each defaulting from an ORCHESTRATE_DEMO_* variable so a pane's env can set them."""
     env = os.environ
-    parser = argparse.ArgumentParser(prog="python -m app.demo_agent", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m app.agents.demo_cli", description=__doc__)
     parser.add_argument("prompt_file", nargs="?", help="read the prompt from this file")
     parser.add_argument("--job", default=env.get("ORCHESTRATE_JOB"), help="job id to report")
     parser.add_argument("--steps", type=int, default=int(env.get("ORCHESTRATE_DEMO_STEPS", "4")))
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point for `python -m app.demo_agent`."""
+    """Entry point for `python -m app.agents.demo_cli`."""
     try:
         sys.exit(run(parse_args(argv)))
     except KeyboardInterrupt:  # C-c from a graceful stop

@@ -1,5 +1,6 @@
-"""Demo agents: started for `orchestrate demo` and `watch --demo`, and stopped again
-when the control room that started them quits (only those: never another agent)."""
+"""The demo fleet: a few demo agents (``app/agents/demo_cli.py``), started for
+`orchestrate demo` and `watch --demo`, and stopped again when the control room that
+started them quits (only those: never another agent)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from app.agents.demo import START as DEMO_START
-from app.orchestration.orchestrator import Orchestrator
+from app.control.orchestrator import Orchestrator
 from app.tmux.errors import TmuxError
 from registry.errors import JobNotFound, RegistryError
 from registry.jobstore import FINAL_STATUSES

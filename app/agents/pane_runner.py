@@ -1,6 +1,7 @@
-"""The first process of every agent pane: it starts the agent without a shell.
+"""The pane runner: the first process of every agent pane, which starts the agent
+without a shell (``app/control/launch.py`` plans a job's start; this runs it).
 
-tmux runs ``python -m app.agents.launcher SPEC``. The launcher waits until the
+tmux runs ``python -m app.agents.pane_runner SPEC``. The runner waits until the
 pane is piped to its log, reads the launch spec (argv, the exact environment,
 where the prompt is) and deletes it (it holds the job's token), prints the
 header, and runs the agent with the prompt as one argv word, as a file path, or
@@ -40,7 +41,7 @@ NOT_FOUND_STATUS = 127
 
 @dataclass
 class LaunchSpec:
-    """Everything the launcher needs, written by the orchestrator as private JSON."""
+    """Everything the pane runner needs, written by the orchestrator as private JSON."""
 
     job_id: str
     agent: str
@@ -65,9 +66,9 @@ class LaunchSpec:
 
 
 def window_command(spec_path: Path) -> str:
-    """The pane's command line: this Python running the launcher on ``spec_path``.
+    """The pane's command line: this Python running the pane runner on ``spec_path``.
     Only quoted paths: tmux gives it to a shell."""
-    return shlex.join([sys.executable, "-m", "app.agents.launcher", str(spec_path)])
+    return shlex.join([sys.executable, "-m", "app.agents.pane_runner", str(spec_path)])
 
 
 def delivery_of(argv: Sequence[str]) -> str:
@@ -258,7 +259,7 @@ def run(spec_path: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m app.agents.launcher SPEC", file=sys.stderr)
+        print("usage: python -m app.agents.pane_runner SPEC", file=sys.stderr)
         sys.exit(2)
     sys.exit(run(Path(args[0])))
 

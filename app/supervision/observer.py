@@ -396,9 +396,10 @@ def _has_output(log_path: Path, *, since: float = 0.0) -> bool:
 
 def _heartbeat(activity: str) -> str:
     """The liveness word a heartbeat carries for an activity (the sessions panel reads it)."""
-    return {
+    beats: dict[str, str] = {
         "waiting": "blocked",
         "idle": "idle",
         "exited": "dead",
         "interrupted": "dead",
-    }.get(activity, "working")
+    }
+    return beats.get(activity, "working")

@@ -1,4 +1,4 @@
-"""Fixtures for the orchestration layer: a private tmux server, a state dir, an Orchestrator."""
+"""Fixtures for the control room: a private tmux server, a state dir, an Orchestrator."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 
@@ -19,7 +19,7 @@ PYTHON = sys.executable
 
 def demo_cmd(*flags: str) -> list[str]:
     """The demo agent, fast (0.05 s steps), with extra flags; the prompt comes as a path."""
-    return [PYTHON, "-m", "app.demo_agent", "--steps", "2", "--delay", "0.05", *flags]
+    return [PYTHON, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0.05", *flags]
 
 
 def demo_cmd_text(*flags: str) -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import orchestrate_command
-from app.orchestration.reconcile import ReconcileReport
 from app.settings import Settings
+from app.supervision.reconcile import ReconcileReport
 
 LOCK_NAME = "supervisor.lock"
 SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
