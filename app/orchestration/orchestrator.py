@@ -35,6 +35,7 @@ from registry import states
 from registry.errors import IllegalTransition, RegistryError, SessionNotFound
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.sessions import Session, SessionStore
+from registry.vocabulary import SessionStatus
 
 log = logging.getLogger(__name__)
 
@@ -496,7 +497,15 @@ class Orchestrator:
         if not result.session_existed and mode != "hard":
             self._terminate_vanished(session)
             return self.sessions.get(label)
-        return self.sessions.stop(label, mode)
+        try:
+            return self.sessions.stop(label, mode)
+        except IllegalTransition:
+            # The kill woke whatever else watches the session (its job's supervisor):
+            # a reconcile that saw the tmux session gone may have recorded it first.
+            now = self.sessions.get(label)
+            if mode == "hard" and now.state == SessionStatus.TERMINATED:
+                return now
+            raise
 
     def resume_session(self, label: str, resume_cmd: Sequence[str] | None = None) -> Session:
         """stopped|archived -> running; restarts the agent's conversation where there is one.
