@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from app.commands.json_argument import read_json_argument
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import json_text
 from registry.errors import InvalidEvent
@@ -108,6 +109,7 @@ def parse_data(text: str | None) -> dict[str, object]:
     help="--flush: seconds to wait for the confirmations.",
 )
 @click.option("--follow", is_flag=True, hidden=True, help="--flush: the background flusher.")
+@ALWAYS_JSON_OPTION
 @click.pass_context
 def publish(
     ctx: click.Context,
