@@ -20,6 +20,7 @@ from app.review.flow import ReviewFlow
 from registry import states
 from registry.errors import RegistryError
 from registry.review import MERGE_MODES, Review
+from registry.vocabulary import JobStatus
 
 MERGE_ATTEMPTS = 3  # a base that moves under the merge (another approve) is retried
 TITLE_CHARS = 72
@@ -128,8 +129,8 @@ def _complete_job(flow: ReviewFlow, job_id: str, reason: str) -> None:
     """Merged is done: a job still running (its agent idle in its pane, kept for
     changes that were not needed) is completed."""
     with contextlib.suppress(RegistryError):  # it ended meanwhile: nothing to do
-        if flow.registry.get(job_id).status == "running":
-            flow.registry.set_status(job_id, "completed", reason)
+        if flow.registry.get(job_id).status == JobStatus.RUNNING:
+            flow.registry.set_status(job_id, JobStatus.COMPLETED, reason)
 
 
 def _title(prompt: str) -> str:
