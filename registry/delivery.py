@@ -3,7 +3,7 @@
 An event counts as delivered when it is in the registry, not when a broker
 has it (a broker killed before its autosave loses what it acknowledged). So
 an agent on another host keeps each event in a durable outbox
-(``bus.outbox``, one stream per job, positions = seqs) until the control room
+(``bus.delivery_outbox``, one stream per job, positions = seqs) until the control room
 confirms it, and the control room's ingest bridge confirms, after each
 commit, what the registry holds of the job: a retained message on
 ``<topic_prefix>/applied`` beside the job's ``<topic_prefix>/events``.
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bus.outbox import Confirmation, Outbox, OutboxMessage
+from bus.delivery_outbox import Confirmation, Outbox, OutboxMessage
 from registry.errors import InvalidEvent
 from registry.events import Event
 from registry.remote_seq import reserved
