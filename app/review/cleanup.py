@@ -43,7 +43,7 @@ class Collected:
 
 def due(review: Review, older_than_ms: int) -> bool:
     """Merged or discarded before the cutoff, and its work tree not yet removed."""
-    finished = review.state == "COMPLETED" or review.discarded
+    finished = review.state == ReviewState.COMPLETED or review.discarded
     return finished and review.removed_at is None and review.updated_at_ms <= older_than_ms
 
 
