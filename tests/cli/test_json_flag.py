@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from app.tmux.driver import TmuxDriver
 
 Cli = Callable[..., Any]
 
@@ -16,6 +21,7 @@ RECORD_COMMANDS = (
     ("job", "list"),
     ("job", "logs"),
     ("session", "list"),
+    ("session", "get"),
     ("review", "list"),
     ("review", "show"),
     ("broker", "status"),
@@ -79,3 +85,21 @@ def test_json_only_commands_print_the_same_with_and_without_json(cli: Cli) -> No
     acked = cli("msg", "ack", str(seq), "--json")
     assert acked.returncode == 0, acked.stderr
     assert json_lines(acked.stdout) == [{"agent": "hq", "last_acked_seq": seq}]
+
+
+def test_session_get_prints_the_record_session_list_holds(cli: Cli) -> None:
+    """`session get LABEL` (new: only `session list` showed a session's record)."""
+    socket = {"ORCHESTRATE_TMUX_SOCKET": f"orch_test_{uuid.uuid4().hex[:10]}"}
+    try:
+        assert cli("session", "create", "alpha", env=socket).returncode == 0
+        got = cli("session", "get", "alpha", "--json", env=socket)
+        assert got.returncode == 0, got.stderr
+        listed = json.loads(cli("session", "list", "--json", env=socket).stdout)
+        assert [json.loads(got.stdout)] == listed
+        assert json.loads(got.stdout)["state"] == "running"
+        missing = cli("session", "get", "nobody", env=socket)
+        assert (missing.returncode, missing.stderr) == (1, "orchestrate: no session 'nobody'\n")
+    finally:
+        TmuxDriver(socket["ORCHESTRATE_TMUX_SOCKET"]).server.cmd("kill-server")
+        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
+        (base / f"tmux-{os.getuid()}" / socket["ORCHESTRATE_TMUX_SOCKET"]).unlink(missing_ok=True)
