@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bus.broker import Mosquitto, free_port, write_config  # noqa: E402
+from bus.delivery_sender import deliver  # noqa: E402
 from bus.mqtt import BrokerConfig, MqttPublisher, MqttSubscriber, publish_once  # noqa: E402
-from bus.outbox_sender import deliver  # noqa: E402
 from registry.delivery import AgentOutbox, applied_topic  # noqa: E402
 from registry.events import build_event  # noqa: E402
 from registry.jobs import Registry  # noqa: E402

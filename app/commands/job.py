@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import cell, dumps, shown
 from registry.errors import InvalidJobInput
@@ -183,6 +184,7 @@ def _age(stamp: str, now: datetime) -> str:
 @job.command()
 @JOB_OPTION
 @click.option("--show-token", is_flag=True, help="Include auth_token and broker password.")
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def get(settings: Settings, job_id: str, show_token: bool) -> None:
     """Print one job record as JSON (a job run in its own work tree: with its

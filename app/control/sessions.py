@@ -139,7 +139,15 @@ class SessionControl:
         if not result.session_existed and mode != "hard":
             self.terminate_vanished(session)
             return sessions.get(label)
-        return sessions.stop(label, mode)
+        try:
+            return sessions.stop(label, mode)
+        except IllegalTransition:
+            # The kill woke whatever else watches the session (its job's supervisor):
+            # a reconcile that saw the tmux session gone may have recorded it first.
+            now = sessions.get(label)
+            if mode == "hard" and now.state == SessionStatus.TERMINATED:
+                return now
+            raise
 
     def resume(self, label: str, resume_cmd: Sequence[str] | None = None) -> Session:
         """stopped|archived -> running; restarts the agent's conversation where there is one.
