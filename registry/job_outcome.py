@@ -1,5 +1,9 @@
-"""Waiting for jobs to end: the terminal-event state machine of seed 000's
+"""How a waited-on job ended: the terminal-event state machine of seed 000's
 job_subscriber, shared by `orchestrate subscribe` (MQTT) and `submit` (any transport).
+
+Named for what it decides (each job's :class:`Outcome`), unlike its neighbours:
+``app/orchestration/waiting.py`` drives a wait from the CLI, and
+``registry/waiting_count.py`` counts jobs waiting for a person.
 
 The waiter is fed events from whatever carries them and decides; it does no I/O.
 It acts on each job's first terminal event once and ignores anything after it
