@@ -44,7 +44,7 @@ class _Bucket:
     jobs_cancelled: int = 0
     retries: int = 0
     run_ms: list[int] = field(default_factory=list)
-    wait_ms: list[int] = field(default_factory=list)
+    queue_wait_ms: list[int] = field(default_factory=list)
     response_ms: list[int] = field(default_factory=list)
     answered: int = 0
     activity_ms: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACTIVITIES, 0))
@@ -161,7 +161,7 @@ class _Pass:
         if target == "running":
             bucket.jobs_started += 1
             if job.enqueued is not None:
-                bucket.wait_ms.append(ts_ms - job.enqueued[1])
+                bucket.queue_wait_ms.append(ts_ms - job.enqueued[1])
             job.running = (fact.seq, ts_ms)
             # An event that arrived while the job was pending started it: the job runs
             # with that event's activity (its status move follows it on the bus).
@@ -259,9 +259,9 @@ def _hourly_row(hour: datetime, agent: str, b: _Bucket) -> dict[str, Any]:
         "runs": len(b.run_ms),
         "run_ms_p50": exact_percentile(b.run_ms, 0.5),
         "run_ms_p95": exact_percentile(b.run_ms, 0.95),
-        "waits": len(b.wait_ms),
-        "wait_ms_p50": exact_percentile(b.wait_ms, 0.5),
-        "wait_ms_p95": exact_percentile(b.wait_ms, 0.95),
+        "queue_waits": len(b.queue_wait_ms),
+        "queue_wait_ms_p50": exact_percentile(b.queue_wait_ms, 0.5),
+        "queue_wait_ms_p95": exact_percentile(b.queue_wait_ms, 0.95),
     }
     row |= {f"{activity}_ms": ms for activity, ms in b.activity_ms.items()}
     row |= {
@@ -270,7 +270,7 @@ def _hourly_row(hour: datetime, agent: str, b: _Bucket) -> dict[str, Any]:
         "response_ms_p50": exact_percentile(b.response_ms, 0.5),
         "response_ms_p95": exact_percentile(b.response_ms, 0.95),
         "run_values": sorted(b.run_ms),
-        "wait_values": sorted(b.wait_ms),
+        "queue_wait_values": sorted(b.queue_wait_ms),
         "response_values": sorted(b.response_ms),
     }
     return row

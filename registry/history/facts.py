@@ -2,7 +2,7 @@
 what the plain-Python reference aggregates.
 
 The rules mirror, check for check, how Spark reads the same message from a JSONL
-export with ``schema.INPUT_DDL`` (``spark_job.FLAG_SQL``/``FACTS_SQL``), so the two
+export with ``schema.INPUT_DDL`` (``spark_sql.FLAG_SQL``/``FACTS_SQL``), so the two
 input formats make the same facts (tests/history checks it): a field Spark cannot
 convert to its declared type marks the whole line corrupt, and a corrupt line of a
 kept type is malformed; a string field takes any JSON scalar as its text.

@@ -21,9 +21,11 @@ Definitions shared by the Spark job and the plain-Python reference
   once per attempt. ``retries``: moves back to ``pending`` (a resume, a lease
   expiry, an interrupted agent restarted).
 * ``error_rate``: errored / (completed + errored); null when neither.
-* Queue wait: the move to ``running`` minus the latest earlier enqueue of the
-  job (its ``job.registered``, or a move to ``pending``), counted in the hour
-  of the move to running.
+* Queue wait (``queue_waits``, ``queue_wait_ms_*``): the move to ``running`` minus
+  the latest earlier enqueue of the job (its ``job.registered``, or a move to
+  ``pending``), counted in the hour of the move to running. It is the job's wait
+  for an agent, never a person's: how long a person took to answer is
+  ``response_ms_*``.
 * Run duration of a job ending (a move to ``completed``/``error``): its ts minus
   the latest earlier move to ``running``, provided no enqueue came between
   them. Counted in the hour the job ended.
@@ -129,7 +131,7 @@ FACTS_DDL = (
 )
 
 # The hourly aggregate table, in column order.
-PERCENTILE_MEASURES = ("run", "wait", "response")  # run duration, queue wait, wait for a person
+PERCENTILE_MEASURES = ("run", "queue_wait", "response")  # run, queue wait, a person's answer
 AGG_COLUMNS = (
     "hour",
     "agent",
@@ -144,16 +146,16 @@ AGG_COLUMNS = (
     "runs",
     "run_ms_p50",
     "run_ms_p95",
-    "waits",
-    "wait_ms_p50",
-    "wait_ms_p95",
+    "queue_waits",
+    "queue_wait_ms_p50",
+    "queue_wait_ms_p95",
     *ACTIVITY_MS_COLUMNS,
     "asks",
     "answered",
     "response_ms_p50",
     "response_ms_p95",
     "run_values",
-    "wait_values",
+    "queue_wait_values",
     "response_values",
 )
 USAGE_COLUMNS = (
