@@ -24,7 +24,9 @@ from registry.bus_types import JOB_EVENT
 from registry.errors import RegistryError
 from registry.event_trust import WatchedJob, verify_bus_message, watched_on_bus
 from registry.events import Event
-from registry.jobstore import FINAL_STATUSES, JobStore
+from registry.jobs import Registry
+from registry.jobstore import JobStore
+from registry.vocabulary import FINAL_JOB_STATUSES, EventType
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,7 @@ class JobWaiter:
             return "late"
         self.last_activity = self.clock()
         if event.is_terminal:
-            status: OutcomeStatus = "completed" if event.event == "completed" else "error"
+            status: OutcomeStatus = "completed" if event.event == EventType.COMPLETED else "error"
             self.outcomes[event.job_id] = Outcome(event.job_id, status, event, event.detail)
             return "terminal"
         return "new"
@@ -134,7 +136,7 @@ class RegistryWatchingWaiter(JobWaiter):
 
     def __init__(
         self,
-        registry: JobStore,
+        registry: Registry | JobStore,
         job_ids: Iterable[str],
         *,
         local_ids: Iterable[str],
@@ -170,7 +172,7 @@ class RegistryWatchingWaiter(JobWaiter):
         its grace for a terminal event has passed."""
         for job_id in sorted(self.local_ids - self.outcomes.keys()):
             job = self.registry.get(job_id)
-            if job.status not in FINAL_STATUSES:
+            if job.status not in FINAL_JOB_STATUSES:
                 self._ended_since.pop(job_id, None)
                 continue
             if now - self._ended_since.setdefault(job_id, now) < self.grace_sec:
