@@ -320,7 +320,7 @@ class JobStore:
             if job.activity != Activity.INTERRUPTED:
                 raise IllegalTransition(
                     f"job {job_id}: only an interrupted job restarts while running "
-                    f"(it is {job.activity or 'running'})"
+                    f"(it is {job.activity or JobStatus.RUNNING})"
                 )
             self.move(conn, job, JobStatus.PENDING, reason, transition="restart")
             return self.require(conn, job_id)

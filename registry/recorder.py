@@ -9,7 +9,6 @@ one transaction of the job store. ``registry.jobs.Registry`` holds an
 
 from __future__ import annotations
 
-import builtins
 import json
 import logging
 import sqlite3
@@ -88,7 +87,7 @@ class EventRecorder:
         *,
         via: Via = "cli",
         topics: Iterable[str | None] | None = None,
-    ) -> builtins.list[Recorded | RegistryError]:
+    ) -> list[Recorded | RegistryError]:
         """Record a batch in ONE transaction: one commit for many events (group commit).
 
         ``topics`` (one per event, when they came over MQTT) are where each arrived.
@@ -99,7 +98,7 @@ class EventRecorder:
         else (the database locked, a disk error) raises and stores nothing:
         the caller retries the whole batch.
         """
-        parsed: builtins.list[Event | RegistryError] = []
+        parsed: list[Event | RegistryError] = []
         for raw in raws:
             try:
                 parsed.append(_parse(raw))
@@ -108,7 +107,7 @@ class EventRecorder:
         arrived = list(topics) if topics is not None else [None] * len(parsed)
         if len(arrived) != len(parsed):
             raise ValueError(f"{len(arrived)} topics for {len(parsed)} events")
-        verdicts: builtins.list[Recorded | RegistryError] = []
+        verdicts: list[Recorded | RegistryError] = []
         with self.store.write() as conn:
             jobs: dict[str, Job] = {}  # each job read once per batch (we hold the write lock)
             for item, topic in zip(parsed, arrived, strict=True):

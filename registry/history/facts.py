@@ -28,6 +28,7 @@ from registry.history.schema import (
     TOKEN_COLUMNS,
     UNKNOWN_MODEL,
 )
+from registry.vocabulary import EventType
 
 MALFORMED: Final = "malformed"
 _INT64 = (-(2**63), 2**63)
@@ -111,7 +112,7 @@ def fact_of_message(message: Any) -> Fact | Literal["malformed"] | None:
     if kind == JOB_EVENT:
         if event not in EVENT_KINDS:
             return MALFORMED
-        if event == "activity":
+        if event == EventType.ACTIVITY:
             data = fields.get("data")
             activity = _text(data.get("activity")) if isinstance(data, dict) else None
             if activity not in ACTIVITIES:

@@ -69,25 +69,31 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from registry.activity import ACTIVITIES
 from registry.events import EVENT_TYPES
+from registry.vocabulary import Activity, EventType, JobStatus, MessageType
 
 # Message types the pipeline keeps; any other type is read and ignored.
-JOB_REGISTERED = "job.registered"
-JOB_EVENT = "job.event"
-JOB_STATUS = "job.status"
-JOB_USAGE = "job.usage"
-CONTROL_STARTED = "control.started"
+JOB_REGISTERED: Final = MessageType.JOB_REGISTERED
+JOB_EVENT: Final = MessageType.JOB_EVENT
+JOB_STATUS: Final = MessageType.JOB_STATUS
+JOB_USAGE: Final = MessageType.JOB_USAGE
+CONTROL_STARTED: Final = MessageType.CONTROL_STARTED
 KEPT_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE, CONTROL_STARTED)
 JOB_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE)
 EVENT_KINDS = tuple(EVENT_TYPES)
-TERMINAL_KINDS = ("completed", "error")
-ENDED_STATUSES = ("completed", "error", "cancelled")
+TERMINAL_KINDS = (EventType.COMPLETED, EventType.ERROR)
+ENDED_STATUSES = (JobStatus.COMPLETED, JobStatus.ERROR, JobStatus.CANCELLED)
 UNKNOWN_AGENT = "unknown"
 UNKNOWN_MODEL = "unknown"
 # The activity a job.event shows, by its kind (an ``activity`` event says its own).
-EVENT_ACTIVITY = {"started": "working", "progress": "working", "permission_required": "waiting"}
+EVENT_ACTIVITY: Final[dict[str, str]] = {
+    EventType.STARTED: Activity.WORKING,
+    EventType.PROGRESS: Activity.WORKING,
+    EventType.PERMISSION_REQUIRED: Activity.WAITING,
+}
 ACTIVITY_MS_COLUMNS = tuple(f"{activity}_ms" for activity in ACTIVITIES)
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 

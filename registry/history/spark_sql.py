@@ -33,6 +33,7 @@ from registry.history.schema import (
     UNKNOWN_MODEL,
 )
 from registry.history.watermark import ReadPlan
+from registry.vocabulary import Activity, EventType, JobStatus
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -41,6 +42,13 @@ def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(get_lit_sql_str(value) for value in values)
 
 
+def _sql(word: str) -> str:
+    """A vocabulary word as a SQL string literal (written into the text, as above)."""
+    return get_lit_sql_str(word)
+
+
+ACTIVITY_EVENT_SQL = _sql(EventType.ACTIVITY)
+WAITING_SQL = _sql(Activity.WAITING)
 REGISTERED_SQL, EVENT_SQL, STATUS_SQL, USAGE_SQL, RESTART_SQL = (
     get_lit_sql_str(kind)
     for kind in (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE, CONTROL_STARTED)
@@ -64,7 +72,7 @@ SELECT seq, ts_ms, type, coalesce(correlation_id, payload.job_id) AS job_id, pay
   OR (type IN ({_sql_list(JOB_TYPES)}) AND coalesce(correlation_id, payload.job_id) IS NULL)
   OR (type = {EVENT_SQL}
       AND NOT coalesce(payload.event IN ({_sql_list(EVENT_KINDS)}), false))
-  OR (type = {EVENT_SQL} AND payload.event = 'activity'
+  OR (type = {EVENT_SQL} AND payload.event = {ACTIVITY_EVENT_SQL}
       AND NOT coalesce(payload.data.activity IN ({_sql_list(ACTIVITIES)}), false))
   OR (type = {USAGE_SQL} AND ({_NEGATIVE_USAGE}))
   AS malformed
@@ -81,7 +89,7 @@ SELECT seq,
   CASE WHEN type = {REGISTERED_SQL} THEN payload.agent END AS agent,
   CASE WHEN type = {STATUS_SQL} THEN payload.`to` END AS status_to,
   CASE WHEN type = {EVENT_SQL} THEN
-    CASE payload.event WHEN 'activity' THEN payload.data.activity {_EVENT_ACTIVITY} END
+    CASE payload.event WHEN {ACTIVITY_EVENT_SQL} THEN payload.data.activity {_EVENT_ACTIVITY} END
   END AS activity,
   CASE WHEN type = {USAGE_SQL} THEN coalesce(payload.model, {get_lit_sql_str(UNKNOWN_MODEL)})
   END AS model,
@@ -203,9 +211,11 @@ WITH coded AS (
   SELECT job_id, seq, ts_ms, activity,
     CASE WHEN type = {REGISTERED_SQL} THEN {REGISTERED}
          WHEN type = {STATUS_SQL} THEN CASE status_to
-           WHEN 'pending' THEN {ENQUEUED} WHEN 'running' THEN {RUNNING}
-           WHEN 'completed' THEN {COMPLETED} WHEN 'error' THEN {ERRORED}
-           WHEN 'cancelled' THEN {CANCELLED} ELSE {OTHER_STATUS} END
+           WHEN {_sql(JobStatus.PENDING)} THEN {ENQUEUED}
+           WHEN {_sql(JobStatus.RUNNING)} THEN {RUNNING}
+           WHEN {_sql(JobStatus.COMPLETED)} THEN {COMPLETED}
+           WHEN {_sql(JobStatus.ERROR)} THEN {ERRORED}
+           WHEN {_sql(JobStatus.CANCELLED)} THEN {CANCELLED} ELSE {OTHER_STATUS} END
          WHEN type = {EVENT_SQL} THEN {EVENT}
          WHEN type = {USAGE_SQL} THEN {USAGE}
          ELSE {RESTART} END AS kind,
@@ -237,7 +247,7 @@ WITH coded AS (
     CASE WHEN kind = {RUNNING} THEN
            CASE WHEN prev_kind = {EVENT} AND prev_activity IS NOT NULL
                      AND coalesce(status_before, {ENQUEUED}) = {ENQUEUED}
-                THEN prev_activity ELSE 'starting' END
+                THEN prev_activity ELSE {_sql(Activity.STARTING)} END
          WHEN kind = {EVENT} AND status_before = {RUNNING} THEN activity
     END AS new_activity,
     kind = {RUNNING}
@@ -265,9 +275,9 @@ WITH coded AS (
       'run_ms', CASE WHEN kind IN ({COMPLETED}, {ERRORED}) AND run_seq IS NOT NULL
                           AND (enq_seq IS NULL OR enq_seq < run_seq)
                      THEN ts_ms - run_ms END,
-      'response_ms', CASE WHEN boundary AND previous.activity = 'waiting'
+      'response_ms', CASE WHEN boundary AND previous.activity = {WAITING_SQL}
                           THEN ts_ms - previous.ts END,
-      'answered', boundary AND previous.activity = 'waiting' AND new_activity IS NOT NULL,
+      'answered', boundary AND previous.activity = {WAITING_SQL} AND new_activity IS NOT NULL,
       'usage', usage)) ELSE array() END,
     CASE WHEN boundary AND previous.activity IS NOT NULL
          THEN {_pieces("previous.ts", "ts_ms", "previous.activity")} ELSE array() END,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from registry.activity import ACTIVITIES
 from registry.history.prices import Cost, PriceTable, price_usage
 from registry.history.schema import exact_percentile
+from registry.vocabulary import Activity
 
 if TYPE_CHECKING:  # the reader imports pyarrow; this module stays light for the CLI
     from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
@@ -81,7 +82,7 @@ class AgentSummary:
     @property
     def other_ms(self) -> int:
         """Time starting, stalled, exited or interrupted."""
-        main = ("working", "waiting", "idle")
+        main = (Activity.WORKING, Activity.WAITING, Activity.IDLE)
         return sum(ms for activity, ms in self.activity_ms.items() if activity not in main)
 
 
@@ -223,9 +224,9 @@ def table_rows(summary: RangeSummary) -> list[tuple[str, ...]]:
                 str(item.errored),
                 str(item.cancelled),
                 str(item.retries),
-                duration(item.activity_ms["working"]),
-                duration(item.activity_ms["waiting"]),
-                duration(item.activity_ms["idle"]),
+                duration(item.activity_ms[Activity.WORKING]),
+                duration(item.activity_ms[Activity.WAITING]),
+                duration(item.activity_ms[Activity.IDLE]),
                 duration(item.other_ms),
                 str(item.asks),
                 str(item.answered),

@@ -20,6 +20,7 @@ from registry.history.prices import PriceTable, price_usage
 from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
 from registry.history.schema import exact_percentile
 from registry.history.summary import RangeSummary, summarize
+from registry.vocabulary import Activity
 
 HOUR = timedelta(hours=1)
 MARKER_COLOR = "red"  # plotext colour names, not CSS: the restart lines stand out on any theme
@@ -103,8 +104,13 @@ def duration_unit(top_ms: float, *, largest: str = "d") -> tuple[float, str]:
     return DURATION_UNITS[-1][1], DURATION_UNITS[-1][0]
 
 
-STATE_PARTS = (("working", ("working",)), ("waiting", ("waiting",)), ("idle", ("idle",)),
-               ("other", ("starting", "stalled", "exited", "interrupted")))  # fmt: skip
+STATE_PARTS: tuple[tuple[str, tuple[Activity, ...]], ...] = (
+    ("working", (Activity.WORKING,)),
+    ("waiting", (Activity.WAITING,)),
+    ("idle", (Activity.IDLE,)),
+    ("other", (Activity.STARTING, Activity.STALLED, Activity.EXITED, Activity.INTERRUPTED)),
+)
+"""The stacked bars' parts (their labels) and the activities each one sums."""
 
 
 def build_charts(
