@@ -45,7 +45,15 @@ from registry.records import (
 from registry.store import REGISTRY_AGENT, RecordKind, Records
 from registry.vocabulary import FINAL_JOB_STATUSES, Activity, JobStatus, MessageType
 
-__all__ = ["AGENT_MOVED", "DONE_WHEN", "FINAL_STATUSES", "JOBS", "REGISTRY_AGENT", "JobStore"]
+__all__ = [
+    "AGENT_MOVED",
+    "DONE_WHEN",
+    "FINAL_STATUSES",
+    "JOBS",
+    "REGISTRY_AGENT",
+    "JobStore",
+    "moved_by_agent",
+]
 
 FINAL_STATUSES: Final = FINAL_JOB_STATUSES
 """The name this module has long given ``vocabulary.FINAL_JOB_STATUSES``."""
