@@ -220,8 +220,9 @@ def main() -> None:
         HistoryPaths,
     )
     from registry.history.segments import list_segments
-    from registry.history.spark_job import aggregate, aggregate_step, parse_input, run_build
+    from registry.history.spark_job import run_build
     from registry.history.spark_session import create_session
+    from registry.history.spark_sql import aggregate, aggregate_step, parse_input
     from registry.history.watermark import plan_read, resolve_input
 
     work = Path(tempfile.mkdtemp(prefix="history-bench-"))

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui_h
 from history_fixture import write_history
 
 import app.tui.widgets.plotext_visual as plotext_visual
-from app.tui.screens.history import HistoryScreen, read_history
+from app.tui.screens.history import HistoryScreen
+from app.tui.screens.history_read import read_history
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.reader import load_history
 

@@ -1,62 +1,153 @@
-"""The job registry: work distribution (pick, leases) and event recording over ``JobStore``.
+"""The job registry a command, the TUI or a transport talks to.
 
-Recording an event is the path every transport ends in (CLI, MQTT, bus):
-validate, verify the signature, dedupe by (job_id, seq), append ``job.event``
-to the bus, track seq gaps and move the job's status, in one transaction.
+It is made of parts it holds, not inherits: a ``JobStore`` (the job records and their
+moves), an ``EventRecorder`` (the path every transport's events end in) and, here,
+work distribution: pick, leases and claims, event seqs and the agent's activity.
+Every public call keeps its old meaning; each is one transaction of the store.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
-import logging
 import sqlite3
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Self
 
 from bus import claims
-from bus.db import now_ms
+from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms
 from bus.errors import StaleClaim
+from bus.messages import Bus
 from registry import activity as activities
+from registry import states
 from registry.activity import Observation
-from registry.bus_types import JOB_EVENT, event_message_id
-from registry.errors import (
-    DuplicateEvent,
-    EventAfterTerminal,
-    EventRejected,
-    InvalidEvent,
-    InvalidJobInput,
-    NoPendingJob,
-    RegistryError,
-    TopicMismatch,
+from registry.audit import AuditLog
+from registry.errors import NoPendingJob, RegistryError
+from registry.events import Event, build_event
+from registry.jobstore import JobStore
+from registry.recorder import EventRecorder, Recorded, Via
+from registry.records import (
+    DEFAULT_IDLE_TIMEOUT_SEC,
+    DEFAULT_TIMEOUT_SEC,
+    Job,
+    check_label,
+    iso_from_ms,
 )
-from registry.events import Event, build_event, event_from_dict, parse_event
-from registry.jobstore import AGENT_MOVED, FINAL_STATUSES, JobStore
-from registry.records import Job, account_seq, check_label, iso_from_ms
-from registry.signing import sign, verify
+from registry.signing import sign
+from registry.vocabulary import FINAL_JOB_STATUSES, Activity, EventType, JobStatus
 
-log = logging.getLogger(__name__)
-
-Via = Literal["cli", "mqtt", "bus"]
+__all__ = ["Recorded", "Registry", "Via"]
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What recording one event did: its bus seq, the job's status after it,
-    and how many of the job's event seqs are now known to be missing."""
-
-    job_id: str
-    seq: int
-    event: Event
-    bus_seq: int
-    status: str
-    missing_count: int
-
-
-class Registry(JobStore):
+class Registry:
     """The registry a command, the TUI or a transport talks to."""
 
+    def __init__(self, bus: Bus, *, audit: AuditLog | None = None, audited: bool = True) -> None:
+        """``audited=False`` skips the audit log (bulk loads, benchmarks)."""
+        self.store = JobStore(bus, audit=audit, audited=audited)
+        self.recorder = EventRecorder(self.store)
+        self.bus = bus
+        self.db = bus.db
+        self.audit = self.store.audit
+        self.audited = audited
+
+    @classmethod
+    def open(
+        cls, state_dir: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, audited: bool = True
+    ) -> Self:
+        """The registry in ``state_dir/state.db`` (created and migrated if new)."""
+        return cls(Bus(BusDB(state_dir, busy_timeout_ms=busy_timeout_ms)), audited=audited)
+
+    # -- the job records (JobStore) ------------------------------------------------
+    def get(self, job_id: str) -> Job:
+        """The job ``job_id``; JobNotFound if there is none."""
+        return self.store.get(job_id)
+
+    def list(self, *, status: str | None = None, agent_session: str | None = None) -> list[Job]:
+        """Jobs oldest first, optionally only one status and/or one session."""
+        return self.store.list(status=status, agent_session=agent_session)
+
+    def history(self, job_id: str) -> builtins.list[states.StateChange]:
+        """The job's recorded transitions, oldest first."""
+        return self.store.history(job_id)
+
+    def status_reasons(self, job_ids: Iterable[str]) -> dict[str, str]:
+        """Why each of these jobs has its status, where its agent's event does not say."""
+        return self.store.status_reasons(job_ids)
+
+    def register(
+        self,
+        prompt: str,
+        agent: str,
+        agent_session: str,
+        *,
+        timeout_sec: int = DEFAULT_TIMEOUT_SEC,
+        idle_timeout_sec: int = DEFAULT_IDLE_TIMEOUT_SEC,
+        expected_artifacts: Iterable[str] = (),
+        broker: Mapping[str, Any] | None = None,
+        sign_events: bool = True,
+        topic_prefix: str | None = None,
+        done_when: str | None = None,
+        agent_session_id: str | None = None,
+    ) -> Job:
+        """Register a pending job and enqueue it for its agent_session (``JobStore.register``)."""
+        return self.store.register(
+            prompt, agent, agent_session, timeout_sec=timeout_sec,
+            idle_timeout_sec=idle_timeout_sec, expected_artifacts=expected_artifacts,
+            broker=broker, sign_events=sign_events, topic_prefix=topic_prefix,
+            done_when=done_when, agent_session_id=agent_session_id,
+        )  # fmt: skip
+
+    def set_agent_session_id(self, job_id: str, session_id: str) -> Job:
+        """Remember the agent's own conversation id (learned from its hook or transcript)."""
+        return self.store.set_agent_session_id(job_id, session_id)
+
+    def set_status(
+        self, job_id: str, status: str, reason: str = "", *, transition: str | None = None
+    ) -> Job:
+        """Move a job to ``status`` by hand (`job status --set`), through the machine."""
+        return self.store.set_status(job_id, status, reason, transition=transition)
+
+    def cancel(self, job_id: str, reason: str = "cancelled by user") -> Job:
+        """pending|running -> cancelled; its queued task is settled."""
+        return self.store.cancel(job_id, reason)
+
+    def resume(self, job_id: str, reason: str = "resumed by user") -> Job:
+        """error|cancelled -> pending: a new attempt of the same job, queued again."""
+        return self.store.resume(job_id, reason)
+
+    def follow_up(self, job_id: str, reason: str = "a follow-up was sent") -> Job:
+        """completed -> running: a person sent the agent, still at its prompt, more to do."""
+        return self.store.follow_up(job_id, reason)
+
+    def requeue_interrupted(
+        self, job_id: str, reason: str = "resumed after an interruption"
+    ) -> Job:
+        """running -> pending for a job whose agent was lost with its pane."""
+        return self.store.requeue_interrupted(job_id, reason)
+
+    # -- events (EventRecorder) ------------------------------------------------------
+    def record_event(
+        self,
+        raw: bytes | str | Mapping[str, Any] | Event,
+        *,
+        via: Via = "cli",
+        topic: str | None = None,
+    ) -> Recorded:
+        """Validate, verify, dedupe, append, move status (``EventRecorder.record_event``)."""
+        return self.recorder.record_event(raw, via=via, topic=topic)
+
+    def record_events(
+        self,
+        raws: Iterable[bytes | str | Mapping[str, Any] | Event],
+        *,
+        via: Via = "cli",
+        topics: Iterable[str | None] | None = None,
+    ) -> builtins.list[Recorded | RegistryError]:
+        """A batch in one transaction, a verdict each (``EventRecorder.record_events``)."""
+        return self.recorder.record_events(raws, via=via, topics=topics)
+
+    # -- work distribution -------------------------------------------------------------
     def pick(self, agent_session: str, *, claimer: str | None = None) -> Job:
         """Claim the oldest pending job of ``agent_session`` and flip it to running.
 
@@ -72,53 +163,53 @@ class Registry(JobStore):
         """``pick``, also returning the lease claim a queue worker renews and completes."""
         check_label("agent_session", agent_session)
         who = claimer or agent_session
-        with self._write() as conn:
+        with self.store.write() as conn:
             at_ms = now_ms()  # one moment for the sweep and the claim
             self._expire(conn, agent_session, at_ms)
             for _ in range(1000):
                 claim = claims.claim_next(conn, agent_session, who, at_ms=at_ms)
                 if claim is None:
                     break
-                job = self._load(conn, claim.task_id)
-                if job is not None and job.status == "running":
+                job = self.store.load(conn, claim.task_id)
+                if job is not None and job.status == JobStatus.RUNNING:
                     # Its task was given back under it (a bus-level release): re-queue
                     # the job, then claim again. Settling it would strand the job in
                     # running with no task to expire.
                     reason = "its task was given back"
-                    self._move(conn, job, "pending", reason, transition="release")
+                    self.store.move(conn, job, JobStatus.PENDING, reason, transition="release")
                     continue
-                if job is None or job.status != "pending":
+                if job is None or job.status != JobStatus.PENDING:
                     # A task whose job is gone or already moved on: settle it, look again.
                     claims.settle(conn, claim.task_id)
                     continue
                 claim = claims.renew(conn, claim, lease_ms=job.timeout_sec * 1000)
-                self._move(conn, job, "running", f"picked by {who}", transition="pick")
-                return self._require(conn, job.job_id), claim
+                self.store.move(conn, job, JobStatus.RUNNING, f"picked by {who}", transition="pick")
+                return self.store.require(conn, job.job_id), claim
         raise NoPendingJob(f"no pending job for agent session {agent_session!r}")
 
     def expire_leases(self, agent_session: str | None = None) -> builtins.list[str]:
         """Move running jobs whose lease ran out back to pending (retry_count + 1)."""
-        with self._write() as conn:
+        with self.store.write() as conn:
             return self._expire(conn, agent_session)
 
     def release_claim(self, claim: claims.Claim) -> None:
         """A queue worker gives its job back unfinished (shutting down): the job goes
         back to pending at once, as when its lease runs out. StaleClaim if the claim
         is no longer current."""
-        with self._write() as conn:
-            job = self._require(conn, claim.task_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, claim.task_id)
             claims.release(conn, claim)
-            if job.status == "running":
+            if job.status == JobStatus.RUNNING:
                 reason = f"given back by {claim.agent}"
-                self._move(conn, job, "pending", reason, transition="release")
+                self.store.move(conn, job, JobStatus.PENDING, reason, transition="release")
 
     def heartbeat(self, claim: claims.Claim, lease_sec: int | None = None) -> claims.Claim:
         """Renew a worker's claim on a job and the job's lease (seed 004 heartbeat).
 
         StaleClaim if the claim was lost (its lease expired and it was swept or re-picked).
         """
-        with self._write() as conn:
-            job = self._require(conn, claim.task_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, claim.task_id)
             lease_ms = (lease_sec or job.timeout_sec) * 1000
             renewed = claims.renew(conn, claim, lease_ms=lease_ms)
             conn.execute(
@@ -128,7 +219,7 @@ class Registry(JobStore):
             return renewed
 
     def complete_claim(
-        self, claim: claims.Claim, result: Any = None, *, status: str = "completed"
+        self, claim: claims.Claim, result: Any = None, *, status: str = JobStatus.COMPLETED
     ) -> bool:
         """A queue worker finished its job: fenced by the claim's attempt.
 
@@ -137,11 +228,11 @@ class Registry(JobStore):
         job otherwise while the worker held it (cancelled, failed by the control
         room, set by hand): its result is not recorded.
         """
-        with self._write() as conn:
-            job = self._require(conn, claim.task_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, claim.task_id)
             # Ending a job settles its task under the claim, which would then read
             # as this worker's own earlier completion.
-            if job.status in FINAL_STATUSES and job.status != status:
+            if job.status in FINAL_JOB_STATUSES and job.status != status:
                 raise StaleClaim(
                     f"job {job.job_id} is {job.status}, not {status}, since "
                     f"{claim.agent} took it: its result is not recorded"
@@ -149,7 +240,7 @@ class Registry(JobStore):
             if not claims.complete(conn, claim, result):
                 return False
             reason = f"{status} by {claim.agent} (attempt {claim.attempt})"
-            self._move(conn, job, status, reason, result=result)
+            self.store.move(conn, job, status, reason, result=result)
             return True
 
     def _expire(
@@ -157,17 +248,19 @@ class Registry(JobStore):
     ) -> builtins.list[str]:
         moved = []
         for task in claims.expired(conn, queue=agent_session, at_ms=at_ms):
-            job = self._load(conn, task.task_id)
-            if job is None or job.status != "running":
+            job = self.store.load(conn, task.task_id)
+            if job is None or job.status != JobStatus.RUNNING:
                 continue
-            self._move(conn, job, "pending", "lease expired", transition="lease_expired")
+            self.store.move(
+                conn, job, JobStatus.PENDING, "lease expired", transition="lease_expired"
+            )
             moved.append(job.job_id)
         return moved
 
     def next_seq(self, job_id: str) -> int:
         """Allocate the job's next event seq (persisted, so it survives restarts)."""
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, job_id)
             conn.execute(
                 "UPDATE jobs SET last_seq = ? WHERE job_id = ?", (job.last_seq + 1, job_id)
             )
@@ -188,15 +281,15 @@ class Registry(JobStore):
         own. Seq allocation and recording are one transaction, so a refused
         event leaves no gap.
         """
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, job_id)
             built = build_event(job_id, job.last_seq + 1, event, detail, dict(data or {}))
             key = token or job.auth_token
             if key:
                 built = sign(built, key)
             signed = built
-            self._after_commit(lambda: self.audit.record_published(signed))
-            return self._record(conn, built, "cli")
+            self.store.after_commit(lambda: self.store.audit.record_published(signed))
+            return self.recorder.record(conn, built, "cli")
 
     def observe(self, job_id: str, observation: Observation) -> Recorded | None:
         """Record what the job's agent is doing, as a signed ``activity`` event.
@@ -206,34 +299,38 @@ class Registry(JobStore):
         running (a hook firing after a cancel). The event is signed with the
         job's own token, as `publish` signs, so every transport treats it alike.
         """
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.store.write() as conn:
+            job = self.store.require(conn, job_id)
             current = activities.observation_of(
                 job.activity, job.activity_source, job.activity_data
             )
             if (
-                job.status != "running"
+                job.status != JobStatus.RUNNING
                 or observation.same_as(job.activity, job.activity_data)
                 or observation.defers_to(current)
             ):
                 return None
             built = build_event(
-                job_id, job.last_seq + 1, "activity", observation.activity, observation.to_data()
+                job_id,
+                job.last_seq + 1,
+                EventType.ACTIVITY,
+                observation.activity,
+                observation.to_data(),
             )
             if job.auth_token:
                 built = sign(built, job.auth_token)
             signed = built
-            self._after_commit(lambda: self.audit.record_published(signed))
-            return self._record(conn, built, "cli")
+            self.store.after_commit(lambda: self.store.audit.record_published(signed))
+            return self.recorder.record(conn, built, "cli")
 
     def has_worked(self, job_id: str) -> bool:
         """Whether the job's agent has worked (or asked something) since this attempt
         started: an agent idle at its prompt before its task arrived has not."""
         row = self.db.conn.execute(
-            "SELECT 1 FROM job_activity WHERE job_id = ? AND activity IN ('working', 'waiting') "
+            "SELECT 1 FROM job_activity WHERE job_id = ? AND activity IN (?, ?) "
             "AND id > COALESCE((SELECT MAX(id) FROM job_activity WHERE job_id = ? "
-            "AND activity = 'starting'), 0) LIMIT 1",
-            (job_id, job_id),
+            "AND activity = ?), 0) LIMIT 1",
+            (job_id, Activity.WORKING, Activity.WAITING, job_id, Activity.STARTING),
         ).fetchone()
         return row is not None
 
@@ -245,9 +342,9 @@ class Registry(JobStore):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             rows = self.db.conn.execute(
-                "SELECT job_id, MAX(at_ms) FROM job_transitions WHERE to_status = 'running' "
+                "SELECT job_id, MAX(at_ms) FROM job_transitions WHERE to_status = ? "
                 f"AND job_id IN ({','.join('?' * len(chunk))}) GROUP BY job_id",
-                chunk,
+                (JobStatus.RUNNING, *chunk),
             ).fetchall()
             since.update({str(job_id): int(at_ms) for job_id, at_ms in rows})
         return since
@@ -259,267 +356,11 @@ class Registry(JobStore):
 
     def why(self, job_id: str) -> str:
         """Why the job is in its state, and for a running job what it is doing and why."""
-        line = super().why(job_id)
+        line = self.store.why(job_id)
         job = self.get(job_id)
-        if job.status != "running" or not job.activity:
+        if job.status != JobStatus.RUNNING or not job.activity:
             return line
         history = activities.load_history(self.db.conn, job_id)
         if not history:
             return line
         return f"{line}; {activities.explain(history[-1])}"
-
-    def record_event(
-        self,
-        raw: bytes | str | Mapping[str, Any] | Event,
-        *,
-        via: Via = "cli",
-        topic: str | None = None,
-    ) -> Recorded:
-        """The path every transport ends in: validate, verify, dedupe, append, move status.
-
-        ``topic`` is the MQTT topic the event arrived on: it must be its job's
-        own. Raises InvalidEvent (malformed), SignatureError (missing/forged when
-        the job signs), JobNotFound, TopicMismatch, DuplicateEvent (seq already
-        recorded), EventAfterTerminal (the job already ended), IllegalTransition.
-        Nothing is stored when it raises.
-        """
-        event = _parse(raw)
-        with self._write() as conn:
-            if via != "cli":
-                self._after_commit(lambda: self.audit.record_received(event, source=via))
-            return self._record(conn, event, via, topic=topic)
-
-    def record_events(
-        self,
-        raws: Iterable[bytes | str | Mapping[str, Any] | Event],
-        *,
-        via: Via = "cli",
-        topics: Iterable[str | None] | None = None,
-    ) -> builtins.list[Recorded | RegistryError]:
-        """Record a batch in ONE transaction: one commit for many events (group commit).
-
-        ``topics`` (one per event, when they came over MQTT) are where each arrived.
-        Each event keeps ``record_event``'s semantics and gets its own verdict,
-        in order: its ``Recorded``, or the RegistryError that refused it (the
-        same one ``record_event`` would raise). Each runs in its own SAVEPOINT,
-        so a refused event rolls back only itself, never the others. Anything
-        else (the database locked, a disk error) raises and stores nothing:
-        the caller retries the whole batch.
-        """
-        parsed: builtins.list[Event | RegistryError] = []
-        for raw in raws:
-            try:
-                parsed.append(_parse(raw))
-            except RegistryError as exc:
-                parsed.append(exc)
-        arrived = list(topics) if topics is not None else [None] * len(parsed)
-        if len(arrived) != len(parsed):
-            raise ValueError(f"{len(arrived)} topics for {len(parsed)} events")
-        verdicts: builtins.list[Recorded | RegistryError] = []
-        with self._write() as conn:
-            jobs: dict[str, Job] = {}  # each job read once per batch (we hold the write lock)
-            for item, topic in zip(parsed, arrived, strict=True):
-                if isinstance(item, RegistryError):
-                    verdicts.append(item)
-                else:
-                    verdicts.append(self._record_savepoint(conn, item, via, jobs, topic))
-        return verdicts
-
-    def _record_savepoint(
-        self,
-        conn: sqlite3.Connection,
-        event: Event,
-        via: Via,
-        jobs: dict[str, Job],
-        topic: str | None,
-    ) -> Recorded | RegistryError:
-        """One event of a batch: released if recorded, rolled back (with its queued
-        audit lines and its cached job) if refused."""
-        queued = len(self._local.after)
-        conn.execute("SAVEPOINT record_event")
-        try:
-            if via != "cli":
-                self._after_commit(lambda: self.audit.record_received(event, source=via))
-            recorded = self._record(conn, event, via, jobs, topic=topic)
-        except RegistryError as exc:
-            conn.execute("ROLLBACK TO record_event")
-            conn.execute("RELEASE record_event")
-            del self._local.after[queued:]
-            jobs.pop(event.job_id, None)
-            return exc
-        conn.execute("RELEASE record_event")
-        return recorded
-
-    def _record(
-        self,
-        conn: sqlite3.Connection,
-        event: Event,
-        via: Via,
-        jobs: dict[str, Job] | None = None,
-        *,
-        topic: str | None = None,
-    ) -> Recorded:
-        """Record one event in the caller's transaction. ``jobs`` caches the rows
-        this transaction already read and wrote, so a batch reads each job once."""
-        cached = jobs.get(event.job_id) if jobs is not None else None
-        job = cached if cached is not None else self._require(conn, event.job_id)
-        where = f"job {job.job_id} seq {event.seq} ({event.event})"
-        if topic is not None and topic != job.events_topic:
-            raise TopicMismatch(
-                f"event for job {job.job_id} (seq {event.seq}) arrived on {topic}, "
-                f"not on its own topic {job.events_topic}"
-            )
-        if job.auth_token is not None:
-            verify(event, job.auth_token)
-        message_id = event_message_id(job.job_id, event.seq)
-        held = conn.execute(
-            "SELECT type, correlation_id FROM messages WHERE id = ?", (message_id,)
-        ).fetchone()
-        if held is not None:
-            if tuple(held) != (JOB_EVENT, job.job_id):  # taken before such ids were reserved
-                raise EventRejected(
-                    f"seq {event.seq} of job {job.job_id} cannot be recorded: its bus id "
-                    f"{message_id} is held by a {held[0]!r} message"
-                )
-            raise DuplicateEvent(f"duplicate seq {event.seq} for job {job.job_id}")
-        if event.seq <= job.seq_floor:
-            log.info("ignoring %s via %s: from before the resume", where, via)
-            raise EventAfterTerminal(
-                f"{where} belongs to an attempt before the job was resumed; ignored"
-            )
-        if job.status in FINAL_STATUSES:
-            if not _came_before_the_end(job, event):
-                log.info("ignoring %s via %s: job already %s", where, via, job.status)
-                raise EventAfterTerminal(f"{where} arrived after the job was {job.status}; ignored")
-            return self._record_late(conn, job, event, message_id, jobs)
-        bus_seq = self._publish(
-            conn,
-            JOB_EVENT,
-            job.job_id,
-            event.to_dict(),
-            message_id=message_id,
-            from_agent=job.job_id,
-        )
-        missing, max_seen = account_seq(job.missing_seqs, job.max_seen_seq, event.seq)
-        stamp = iso_from_ms(now_ms())
-        conn.execute(
-            "UPDATE jobs SET last_seq = MAX(last_seq, ?), max_seen_seq = ?, missing_seqs = ?, "
-            "last_event = ?, last_event_at = ?, last_detail = ?, updated_at = ? "
-            "WHERE job_id = ?",
-            (
-                event.seq,
-                max_seen,
-                json.dumps(missing),
-                event.event,
-                event.timestamp,
-                event.detail,
-                stamp,
-                job.job_id,
-            ),
-        )
-        if missing != job.missing_seqs and len(missing) > len(job.missing_seqs):
-            log.info("job %s: gap before seq %d", job.job_id, event.seq)
-        # The row as the UPDATE left it, without reading it back.
-        job = replace(
-            job,
-            last_seq=max(job.last_seq, event.seq),
-            max_seen_seq=max_seen,
-            missing_seqs=missing,
-            last_event=event.event,
-            last_event_at=event.timestamp,
-            last_detail=event.detail,
-            updated_at=stamp,
-        )
-        reason = f"{AGENT_MOVED} {event.event} (seq {event.seq})"
-        if job.status == "pending":
-            start_reason = reason if not event.is_terminal else f"{reason} without started"
-            self._move(conn, job, "running", start_reason, transition="start")
-            job = self._require(conn, job.job_id)
-        elif not event.is_terminal:
-            job = self._extend_due(conn, job)
-        if job.status == "running" and not event.is_terminal:
-            job = self._note_activity(conn, job, event)
-        if event.is_terminal:
-            target = "completed" if event.event == "completed" else "error"
-            if event.event == "error" and event.detail:
-                reason = f"{reason}: {event.detail[:200]}"
-            result = {"event": event.event, "seq": event.seq, "detail": event.detail}
-            self._move(conn, job, target, reason, result=result)
-            job = self._require(conn, job.job_id)
-        if jobs is not None:
-            jobs[job.job_id] = job
-        return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
-
-    def _record_late(
-        self,
-        conn: sqlite3.Connection,
-        job: Job,
-        event: Event,
-        message_id: str,
-        jobs: dict[str, Job] | None,
-    ) -> Recorded:
-        """An event from before the job's terminal event that arrived after it (a
-        broker lost it and its publisher sent it again): it joins the history and
-        closes its gap; the job's status and last event stay as the end left them."""
-        bus_seq = self._publish(
-            conn, "job.event", job.job_id, event.to_dict(),
-            message_id=message_id, from_agent=job.job_id,
-        )  # fmt: skip
-        missing, max_seen = account_seq(job.missing_seqs, job.max_seen_seq, event.seq)
-        conn.execute(
-            "UPDATE jobs SET max_seen_seq = ?, missing_seqs = ? WHERE job_id = ?",
-            (max_seen, json.dumps(missing), job.job_id),
-        )
-        job = replace(job, max_seen_seq=max_seen, missing_seqs=missing)
-        if jobs is not None:
-            jobs[job.job_id] = job
-        return Recorded(job.job_id, event.seq, event, bus_seq, job.status, job.missing_count)
-
-    def _note_activity(self, conn: sqlite3.Connection, job: Job, event: Event) -> Job:
-        """The activity an event shows: its own for an ``activity`` event, working for
-        started/progress, waiting for permission_required; the row as it now is."""
-        seen = _activity_shown(event, job.agent)
-        if seen is None or seen.same_as(job.activity, job.activity_data):
-            return job
-        at_ms = now_ms()
-        activities.store_change(conn, job.job_id, seen, at_ms, event.seq)
-        return replace(
-            job,
-            activity=seen.activity,
-            activity_at_ms=at_ms,
-            activity_source=seen.source,
-            activity_data=seen.to_data(),
-        )
-
-
-def _came_before_the_end(job: Job, event: Event) -> bool:
-    """Whether ``event`` of a job its own terminal event ended has a seq below that
-    terminal's: history that arrived late, not news from after the end."""
-    if job.status not in ("completed", "error") or not isinstance(job.result, dict):
-        return False
-    terminal = job.result.get("seq")
-    return isinstance(terminal, int) and event.seq < terminal
-
-
-def _activity_shown(event: Event, agent: str) -> Observation | None:
-    """What an event says about its agent's activity (None: nothing)."""
-    if event.event == "activity":
-        try:
-            return Observation.from_data(event.data)
-        except InvalidJobInput as exc:
-            raise InvalidEvent(f"activity event: {exc}") from None
-    source = f"publish:{agent}:{event.event}"
-    if event.event in ("started", "progress"):
-        return Observation("working", source)
-    if event.event == "permission_required":
-        return Observation("waiting", source, question=event.detail)
-    return None
-
-
-def _parse(raw: bytes | str | Mapping[str, Any] | Event) -> Event:
-    """An Event from any transport's form of it (InvalidEvent if malformed)."""
-    if isinstance(raw, Event):
-        return raw
-    if isinstance(raw, Mapping):
-        return event_from_dict(dict(raw))
-    return parse_event(raw)

@@ -5,7 +5,8 @@ transition history, its task_claims row (the lease queue from ``bus.claims``,
 queue = agent_session, task_id = job_id) and the bus messages describing the
 change (``job.registered``, ``job.status``) commit together or not at all.
 The audit log is written after the commit, best-effort. ``registry.jobs``
-builds work distribution (pick, leases) and event recording on top.
+holds a ``JobStore`` (composition, not a subclass) and adds work distribution
+(pick, leases); ``registry.recorder`` records events through it.
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ import contextlib
 import json
 import secrets
 import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from bus import claims
 from bus.blobs import encode_payload
-from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms, translate
-from bus.messages import Bus, Outgoing, insert_message
-from registry import activity, states, store
+from bus.db import BUSY_TIMEOUT_MS, BusDB, now_ms
+from bus.messages import Bus
+from registry import activity, states
 from registry.audit import AuditLog
 from registry.errors import IllegalTransition, InvalidJobInput, JobNotFound
 from registry.records import (
@@ -40,12 +40,23 @@ from registry.records import (
     check_seconds,
     check_topic_prefix,
     iso_from_ms,
-    iso_ms_from_ms,
     job_from_row,
 )
+from registry.store import REGISTRY_AGENT, RecordKind, Records
+from registry.vocabulary import FINAL_JOB_STATUSES, Activity, JobStatus, MessageType
 
-REGISTRY_AGENT = "registry"
-FINAL_STATUSES = frozenset({"completed", "error", "cancelled"})
+__all__ = [
+    "AGENT_MOVED",
+    "DONE_WHEN",
+    "FINAL_STATUSES",
+    "JOBS",
+    "REGISTRY_AGENT",
+    "JobStore",
+    "moved_by_agent",
+]
+
+FINAL_STATUSES: Final = FINAL_JOB_STATUSES
+"""The name this module has long given ``vocabulary.FINAL_JOB_STATUSES``."""
 DONE_WHEN = ("exit", "idle")
 """When an interactive agent's job is done: its process exits, or it finished its
 turn and stayed idle past a grace period."""
@@ -59,19 +70,33 @@ def moved_by_agent(reason: str) -> bool:
     return reason.startswith(AGENT_MOVED)
 
 
+JOBS: Final = RecordKind(
+    table="jobs",
+    key="job_id",
+    history_table="job_transitions",
+    from_column="from_status",
+    to_column="to_status",
+    decode=job_from_row,
+    missing=lambda job_id: JobNotFound(f"no job {job_id!r}"),
+)
+
+
 class JobStore:
     """Jobs in ``bus``'s database. Safe to use from several processes at once
-    (connections are per thread, every write is one IMMEDIATE transaction)."""
+    (connections are per thread, every write is one IMMEDIATE transaction).
+
+    Its lower-level methods (``write``, ``load``, ``require``, ``move``, ``announce``)
+    are for the registry's own collaborators (``registry.jobs``,
+    ``registry.recorder``), which compose a change of their own inside one write."""
 
     def __init__(self, bus: Bus, *, audit: AuditLog | None = None, audited: bool = True) -> None:
         """``audited=False`` skips the audit log (bulk loads, benchmarks): each
         audit line costs an fsync, far more than the SQLite commit it shadows."""
+        self.records = Records(bus, JOBS, audited=audited)
         self.bus = bus
         self.db = bus.db
         self.audit = audit if audit is not None else AuditLog(bus.db.state_dir)
         self.audited = audited
-        self._local = threading.local()
-        store.ensure_schema(self.db.conn, self.db.path)
 
     @classmethod
     def open(
@@ -81,43 +106,18 @@ class JobStore:
         return cls(Bus(BusDB(state_dir, busy_timeout_ms=busy_timeout_ms)), audited=audited)
 
     # -- transactions with after-commit actions ----------------------------------
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction; audit actions queued in it run only after COMMIT.
+    def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction whose audit actions run only after COMMIT (``Records.write``)."""
+        return self.records.write()
 
-        Registry methods nest (the outermost one owns the queue). When the
-        caller holds the transaction itself, the actions run when the
-        outermost registry call returns, before the caller commits.
-        """
-        owner = not getattr(self._local, "active", False)
-        if owner:
-            self._local.active, self._local.after = True, []
-        try:
-            with self.db.transaction() as tx:
-                yield tx
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
-        finally:
-            if owner:
-                self._local.active = False
-        if owner:
-            actions: list[Callable[[], None]] = self._local.after
-            self._local.after = []
-            for action in actions:
-                action()
-
-    def _after_commit(self, action: Callable[[], None]) -> None:
+    def after_commit(self, action: Callable[[], None]) -> None:
         """Queue an audit write for after COMMIT (dropped if the transaction fails)."""
-        if self.audited:
-            self._local.after.append(action)
+        self.records.after_commit(action)
 
     # -- reading --------------------------------------------------------------
     def get(self, job_id: str) -> Job:
         """The job ``job_id``; JobNotFound if there is none."""
-        job = self._load(self.db.conn, job_id)
-        if job is None:
-            raise JobNotFound(f"no job {job_id!r}")
-        return job
+        return self.records.get(job_id)
 
     def list(self, *, status: str | None = None, agent_session: str | None = None) -> list[Job]:
         """Jobs oldest first, optionally only one status and/or one session."""
@@ -130,18 +130,12 @@ class JobStore:
         if agent_session is not None:
             sql += " AND agent_session = ?"
             params.append(agent_session)
-        rows = self._read(sql + " ORDER BY created_at_ms, rowid", tuple(params))
+        rows = self.records.read(sql + " ORDER BY created_at_ms, rowid", params)
         return [job_from_row(row) for row in rows]
 
     def history(self, job_id: str) -> builtins.list[states.StateChange]:
         """The job's recorded transitions, oldest first."""
-        self.get(job_id)
-        rows = self._read(
-            "SELECT at, from_status, to_status, reason, transition FROM job_transitions "
-            "WHERE job_id = ? ORDER BY id",
-            (job_id,),
-        )
-        return [states.StateChange(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        return self.records.history(job_id)
 
     def status_reasons(self, job_ids: Iterable[str]) -> dict[str, str]:
         """Why each of these jobs has its status, for those whose last move was not
@@ -151,7 +145,7 @@ class JobStore:
         for start in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for job_id, reason in self._read(
+            for job_id, reason in self.records.read(
                 "SELECT job_id, reason FROM job_transitions WHERE id IN ("
                 f"SELECT MAX(id) FROM job_transitions WHERE job_id IN ({marks}) GROUP BY job_id)",
                 tuple(chunk),
@@ -164,18 +158,13 @@ class JobStore:
         """One line saying why the job is in its current state."""
         return states.explain(states.JOB, self.history(job_id))
 
-    def _load(self, conn: sqlite3.Connection, job_id: str) -> Job | None:
-        try:
-            row = conn.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
-        return job_from_row(row) if row is not None else None
+    def load(self, conn: sqlite3.Connection, job_id: str) -> Job | None:
+        """The job as ``conn`` (a write in progress) sees it, or None."""
+        return self.records.load(conn, job_id)
 
-    def _read(self, sql: str, params: tuple[Any, ...]) -> builtins.list[sqlite3.Row]:
-        try:
-            return list(self.db.conn.execute(sql, params).fetchall())
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
+    def require(self, conn: sqlite3.Connection, job_id: str) -> Job:
+        """The job as ``conn`` sees it; JobNotFound if there is none."""
+        return self.records.require(conn, job_id)
 
     # -- registering ------------------------------------------------------------
     def register(
@@ -213,7 +202,7 @@ class JobStore:
         if topic_prefix is not None:
             topic_prefix = check_topic_prefix(topic_prefix)
         token = secrets.token_urlsafe(32) if sign_events else None
-        with self._write() as conn:
+        with self.write() as conn:
             at_ms = now_ms()
             job_id = self._new_job_id(conn)
             stamp = iso_from_ms(at_ms)
@@ -241,11 +230,13 @@ class JobStore:
                     agent_session_id,
                 ),
             )
-            self._record_transition(conn, job_id, at_ms, None, "pending", "registered", None)
+            self.records.record_move(
+                conn, job_id, at_ms, None, JobStatus.PENDING, "registered", None
+            )
             claims.enqueue(conn, job_id, queue=agent_session, at_ms=at_ms)
-            self._publish(
+            self.announce(
                 conn,
-                "job.registered",
+                MessageType.JOB_REGISTERED,
                 job_id,
                 {
                     "job_id": job_id,
@@ -254,20 +245,20 @@ class JobStore:
                     "created_at": stamp,
                 },
             )
-            job = self._require(conn, job_id)
+            job = self.require(conn, job_id)
             record = job.to_dict(show_token=True)
-            self._after_commit(lambda: self.audit.record_registered(record))
+            self.after_commit(lambda: self.audit.record_registered(record))
         return job
 
     def set_agent_session_id(self, job_id: str, session_id: str) -> Job:
         """Remember the agent's own conversation id (learned from its hook or transcript)."""
         check_label("agent session id", session_id)
-        with self._write() as conn:
-            self._require(conn, job_id)
+        with self.write() as conn:
+            self.require(conn, job_id)
             conn.execute(
                 "UPDATE jobs SET agent_session_id = ? WHERE job_id = ?", (session_id, job_id)
             )
-            return self._require(conn, job_id)
+            return self.require(conn, job_id)
 
     def _new_job_id(self, conn: sqlite3.Connection) -> str:
         for _ in range(100):
@@ -289,60 +280,60 @@ class JobStore:
         """
         states.JOB.require_state(status)
         why = reason or f"set to {status} by hand"
-        with self._write() as conn:
-            job = self._require(conn, job_id)
-            if job.status == "pending" and status in ("completed", "error"):
-                self._move(conn, job, "running", why, transition="start")
-                job = self._require(conn, job_id)
-            self._move(conn, job, status, why, transition=transition)
-            return self._require(conn, job_id)
+        with self.write() as conn:
+            job = self.require(conn, job_id)
+            if job.status == JobStatus.PENDING and status in (JobStatus.COMPLETED, JobStatus.ERROR):
+                self.move(conn, job, JobStatus.RUNNING, why, transition="start")
+                job = self.require(conn, job_id)
+            self.move(conn, job, status, why, transition=transition)
+            return self.require(conn, job_id)
 
     def cancel(self, job_id: str, reason: str = "cancelled by user") -> Job:
         """pending|running -> cancelled; its queued task is settled."""
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.write() as conn:
+            job = self.require(conn, job_id)
             states.next_state(states.JOB, job.status, "cancel", job_id)
-            self._move(conn, job, "cancelled", reason, transition="cancel")
-            return self._require(conn, job_id)
+            self.move(conn, job, JobStatus.CANCELLED, reason, transition="cancel")
+            return self.require(conn, job_id)
 
     def resume(self, job_id: str, reason: str = "resumed by user") -> Job:
         """error|cancelled -> pending: a new attempt of the same job, queued again.
 
         Events of the earlier attempt (seq <= last_seq now) are refused from here on.
         """
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.write() as conn:
+            job = self.require(conn, job_id)
             states.next_state(states.JOB, job.status, "resume", job_id)
-            self._move(conn, job, "pending", reason, transition="resume")
-            return self._require(conn, job_id)
+            self.move(conn, job, JobStatus.PENDING, reason, transition="resume")
+            return self.require(conn, job_id)
 
     def follow_up(self, job_id: str, reason: str = "a follow-up was sent") -> Job:
         """completed -> running: a person sent the agent, still at its prompt, more to do
         (a `--done-when idle` job keeps its pane for that). Supervised again from here:
         it waits, works and completes as its first turn did; same attempt, same seqs."""
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.write() as conn:
+            job = self.require(conn, job_id)
             states.next_state(states.JOB, job.status, "follow_up", job_id)
-            self._move(conn, job, "running", reason, transition="follow_up")
-            return self._require(conn, job_id)
+            self.move(conn, job, JobStatus.RUNNING, reason, transition="follow_up")
+            return self.require(conn, job_id)
 
     def requeue_interrupted(
         self, job_id: str, reason: str = "resumed after an interruption"
     ) -> Job:
         """running -> pending for a job whose agent was lost with its pane (a reboot,
         tmux killed): the control room starts it again as a new attempt."""
-        with self._write() as conn:
-            job = self._require(conn, job_id)
+        with self.write() as conn:
+            job = self.require(conn, job_id)
             states.next_state(states.JOB, job.status, "restart", job_id)
-            if job.activity != "interrupted":
+            if job.activity != Activity.INTERRUPTED:
                 raise IllegalTransition(
                     f"job {job_id}: only an interrupted job restarts while running "
-                    f"(it is {job.activity or 'running'})"
+                    f"(it is {job.activity or JobStatus.RUNNING})"
                 )
-            self._move(conn, job, "pending", reason, transition="restart")
-            return self._require(conn, job_id)
+            self.move(conn, job, JobStatus.PENDING, reason, transition="restart")
+            return self.require(conn, job_id)
 
-    def _move(
+    def move(
         self,
         conn: sqlite3.Connection,
         job: Job,
@@ -357,7 +348,7 @@ class JobStore:
         at_ms = now_ms()
         stamp = iso_from_ms(at_ms)
         fields: dict[str, Any] = {"status": target, "updated_at": stamp}
-        if target == "running":
+        if target == JobStatus.RUNNING:
             lease_ms = at_ms + job.timeout_sec * 1000
             if transition != "pick":  # pick claimed through claim_next already
                 claims.try_claim(
@@ -368,12 +359,12 @@ class JobStore:
                 "lease_until": iso_from_ms(lease_ms),
                 "lease_until_ms": lease_ms,
             }
-            if job.status == "completed":  # a follow-up: it has not finished any more
+            if job.status == JobStatus.COMPLETED:  # a follow-up: it has not finished any more
                 fields |= {"completed_at": None, "result": None}
-        elif target == "pending":
+        elif target == JobStatus.PENDING:
             claims.requeue(conn, job.job_id, at_ms=at_ms)
             fields |= {"claimed_at": None, "lease_until": None, "lease_until_ms": None}
-            if job.status == "running":
+            if job.status == JobStatus.RUNNING:
                 fields["retry_count"] = job.retry_count + 1
             else:  # resume: a new attempt; late events of the old one are refused
                 fields |= {"completed_at": None, "result": None, "seq_floor": job.last_seq}
@@ -387,24 +378,24 @@ class JobStore:
         conn.execute(
             f"UPDATE jobs SET {assignments} WHERE job_id = ?", (*fields.values(), job.job_id)
         )
-        if target == "running":
-            started = activity.Observation("starting", "control-room", question=reason)
+        if target == JobStatus.RUNNING:
+            started = activity.Observation(Activity.STARTING, "control-room", question=reason)
             activity.store_change(conn, job.job_id, started, at_ms, None)
         else:
             activity.clear(conn, job.job_id)
-        self._record_transition(conn, job.job_id, at_ms, job.status, target, reason, transition)
-        self._publish(
+        self.records.record_move(conn, job.job_id, at_ms, job.status, target, reason, transition)
+        self.announce(
             conn,
-            "job.status",
+            MessageType.JOB_STATUS,
             job.job_id,
             {"job_id": job.job_id, "from": job.status, "to": target, "reason": reason},
         )
         before = job.status
-        self._after_commit(
+        self.after_commit(
             lambda: self.audit.record_status_changed(job.job_id, before, target, reason)
         )
 
-    def _extend_due(self, conn: sqlite3.Connection, job: Job) -> Job:
+    def extend_due(self, conn: sqlite3.Connection, job: Job) -> Job:
         """An event is a sign of life: push the job's lease to a full timeout away,
         but only once less than half of it remains (a burst of progress events
         then costs no writes), so the lease never runs nearer than half a
@@ -424,23 +415,7 @@ class JobStore:
         )
         return replace(job, lease_until=stamp, lease_until_ms=lease_ms)
 
-    def _record_transition(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        at_ms: int,
-        from_status: str | None,
-        to_status: str,
-        reason: str,
-        transition: str | None,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO job_transitions (job_id, at, at_ms, from_status, to_status, reason, "
-            "transition) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (job_id, iso_ms_from_ms(at_ms), at_ms, from_status, to_status, reason, transition),
-        )
-
-    def _publish(
+    def announce(
         self,
         conn: sqlite3.Connection,
         kind: str,
@@ -450,14 +425,7 @@ class JobStore:
         message_id: str | None = None,
         from_agent: str = REGISTRY_AGENT,
     ) -> int:
-        extra = {"id": message_id} if message_id else {}
-        message = Outgoing(
-            type=kind, from_agent=from_agent, payload=payload, correlation_id=job_id, **extra
+        """Put a ``job.*`` message on the bus in the caller's transaction; its bus seq."""
+        return self.records.announce(
+            conn, kind, job_id, payload, message_id=message_id, from_agent=from_agent
         )
-        return insert_message(conn, self.bus.blobs, message).seq
-
-    def _require(self, conn: sqlite3.Connection, job_id: str) -> Job:
-        job = self._load(conn, job_id)
-        if job is None:
-            raise JobNotFound(f"no job {job_id!r}")
-        return job

@@ -31,7 +31,7 @@ from bus.mqtt_subscriber import DEFAULT_SESSION_EXPIRY_S
 from registry.errors import EventRejected, InvalidEvent
 from registry.event_trust import WatchedJob, verify_payload
 from registry.events import Event
-from registry.waiter import bus_events
+from registry.job_outcome import bus_events
 
 log = logging.getLogger(__name__)
 

@@ -16,22 +16,31 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from bus.db import apply_migrations, now_ms, translate
-from bus.messages import Bus, Outgoing, insert_message
-from registry import states, store
+from bus.messages import Bus
+from registry import states
 from registry.errors import IllegalTransition, InvalidJobInput, RegistryError
-from registry.records import iso_from_ms, iso_ms_from_ms
+from registry.records import iso_from_ms
+from registry.store import RecordKind, Records, record_dict
+from registry.vocabulary import JobStatus, ReviewState
 from registry.wording import counted
 
 VERSION_KEY: Final = "review_schema_version"
-REGISTRY_AGENT: Final = "registry"
-LIVE: Final = ("ASSIGNED", "WORKING", "IN_REVIEW", "APPROVED")
-WORK_DONE: Final = ("IN_REVIEW", "APPROVED")  # the work waits for a person, not the agent
+REVIEW_STATUS: Final = "review.status"
+"""The bus message announcing a review's move (not one of the registry's reserved
+``MessageType``s: ``registry/bus_types.py`` does not reserve ``review.``)."""
+LIVE: Final = (
+    ReviewState.ASSIGNED,
+    ReviewState.WORKING,
+    ReviewState.IN_REVIEW,
+    ReviewState.APPROVED,
+)
+WORK_DONE: Final = (ReviewState.IN_REVIEW, ReviewState.APPROVED)
+"""The work waits for a person, not the agent."""
 BRANCH_PREFIX: Final = "orchestrate/"
 MERGE_MODES: Final = ("merge", "squash", "rebase")
 
@@ -101,17 +110,12 @@ class ReviewSummary:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "head": self.head,
-            "commits": self.commits,
-            "files": self.files,
-            "added": self.added,
-            "deleted": self.deleted,
-            "uncommitted_files": self.uncommitted_files,
-        }
+        """JSON-ready form, stored in the review's ``summary`` column."""
+        return record_dict(self)
 
     @classmethod
     def from_json(cls, text: str | None) -> ReviewSummary | None:
+        """The summary stored as JSON; None when there is none or it is unreadable."""
         if not text:
             return None
         try:
@@ -147,29 +151,13 @@ class Review:
 
     @property
     def live(self) -> bool:
+        """Still in the machine's working part (not completed, cancelled or failed)."""
         return self.state in LIVE
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form for `review list --json` and `review show --json`."""
-        return {
-            "job_id": self.job_id,
-            "state": self.state,
-            "repo": self.repo,
-            "base": self.base,
-            "base_commit": self.base_commit,
-            "branch": self.branch,
-            "worktree": self.worktree,
-            "workdir": self.workdir,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "summary": self.summary.to_dict() if self.summary else None,
-            "conflicts": list(self.conflicts),
-            "merge_mode": self.merge_mode,
-            "merged_commit": self.merged_commit,
-            "merged_onto": self.merged_onto,
-            "discarded": self.discarded,
-            "removed_at": self.removed_at,
-        }
+        """JSON-ready form for `review list --json` and `review show --json` (the
+        millisecond twins of the stamps are for ordering, not for people)."""
+        return record_dict(self, omit=("updated_at_ms", "removed_at_ms"))
 
 
 @dataclass(frozen=True)
@@ -220,29 +208,30 @@ def _review(row: sqlite3.Row) -> Review:
     )
 
 
+def _not_found(job_id: str) -> ReviewNotFound:
+    return ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
+
+
+REVIEWS: Final = RecordKind(
+    table="reviews",
+    key="job_id",
+    history_table="review_transitions",
+    from_column="from_state",
+    to_column="to_state",
+    decode=_review,
+    missing=_not_found,
+)
+
+
 class ReviewStore:
     """Review records in the bus's database, next to the jobs they belong to."""
 
     def __init__(self, bus: Bus) -> None:
+        self.records = Records(bus, REVIEWS)  # migrates the jobs table it refers to
         self.bus = bus
         self.db = bus.db
-        store.ensure_schema(self.db.conn, self.db.path)  # the jobs table it refers to
         try:
             apply_migrations(self.db.conn, VERSION_KEY, MIGRATIONS, self.db.path)
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        try:
-            with self.db.transaction() as conn:
-                yield conn
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[sqlite3.Row]:
-        try:
-            return list(self.db.conn.execute(sql, tuple(params)).fetchall())
         except sqlite3.Error as exc:
             raise translate(exc, self.db.path) from exc
 
@@ -262,7 +251,7 @@ class ReviewStore:
         for name, value in (("repo", repo), ("base", base), ("branch", branch)):
             if not value or any(ord(c) < 32 for c in value):
                 raise InvalidJobInput(f"review {name} must be non-empty printable text")
-        with self._write() as conn:
+        with self.records.write() as conn:
             if conn.execute("SELECT 1 FROM reviews WHERE job_id = ?", (job_id,)).fetchone():
                 raise InvalidJobInput(f"job {job_id} already has a work tree")
             at_ms = now_ms()
@@ -286,20 +275,16 @@ class ReviewStore:
             )
             reason = f"work tree on {branch}, from {base} at {base_commit[:12]}"
             self._record(conn, job_id, at_ms, None, states.WORKER.initial, reason, None)
-            return self._require(conn, job_id)
+            return self.records.require(conn, job_id)
 
     # -- reading ----------------------------------------------------------------
     def find(self, job_id: str) -> Review | None:
         """The job's review record, or None when it did not run in a work tree."""
-        rows = self._read("SELECT * FROM reviews WHERE job_id = ?", (job_id,))
-        return _review(rows[0]) if rows else None
+        return self.records.load(self.db.conn, job_id)
 
     def get(self, job_id: str) -> Review:
         """The job's review record; ReviewNotFound if it has none."""
-        review = self.find(job_id)
-        if review is None:
-            raise ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
-        return review
+        return self.records.get(job_id)
 
     def list(self, *, state: Sequence[str] | None = None) -> builtins.list[Review]:
         """Records oldest first, optionally only some states."""
@@ -309,7 +294,7 @@ class ReviewStore:
                 states.WORKER.require_state(name)
             sql += f" WHERE state IN ({','.join('?' * len(state))})"
             params = list(state)
-        rows = self._read(sql + " ORDER BY created_at, rowid", params)
+        rows = self.records.read(sql + " ORDER BY created_at, rowid", params)
         return [_review(row) for row in rows]
 
     def states_of(self, job_ids: Sequence[str]) -> dict[str, str]:
@@ -319,7 +304,7 @@ class ReviewStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self._read(
+            for row in self.records.read(
                 f"SELECT job_id, state FROM reviews WHERE job_id IN ({marks})", chunk
             ):
                 found[row[0]] = row[1]
@@ -328,29 +313,23 @@ class ReviewStore:
     def count(self, state: str) -> int:
         """How many reviews are in ``state`` (the header's "in review")."""
         states.WORKER.require_state(state)
-        rows = self._read("SELECT COUNT(*) FROM reviews WHERE state = ?", (state,))
+        rows = self.records.read("SELECT COUNT(*) FROM reviews WHERE state = ?", (state,))
         return int(rows[0][0])
 
     def stamp(self, job_id: str) -> ReviewStamp:
         """The review's stamp, in one indexed read (a screen showing it polls this)."""
-        rows = self._read(
+        rows = self.records.read(
             "SELECT state, updated_at_ms, conflicts, removed_at_ms, "
             "(SELECT MAX(id) FROM review_transitions) FROM reviews WHERE job_id = ?",
             (job_id,),
         )
         if not rows:
-            raise ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
+            raise _not_found(job_id)
         return ReviewStamp(tuple(rows[0])[:4], int(rows[0][4] or 0))
 
     def history(self, job_id: str) -> builtins.list[states.StateChange]:
         """The review's recorded transitions, oldest first."""
-        self.get(job_id)
-        rows = self._read(
-            "SELECT at, from_state, to_state, reason, transition FROM review_transitions "
-            "WHERE job_id = ? ORDER BY id",
-            (job_id,),
-        )
-        return [states.StateChange(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        return self.records.history(job_id)
 
     def why(self, job_id: str) -> str:
         """One line saying why the job's review is where it is."""
@@ -359,17 +338,21 @@ class ReviewStore:
     def job_moves(self) -> builtins.list[tuple[Review, JobMove]]:
         """Reviews whose state may follow their job's (still working, or failed or
         cancelled but not discarded), each with the job's latest status move."""
-        rows = self._read(
+        rows = self.records.read(
             "SELECT r.*, j.status AS job_status, t.at_ms AS job_at_ms, t.reason AS job_reason, "
             "(SELECT MIN(s.at_ms) FROM job_transitions s WHERE s.job_id = r.job_id "
-            "AND s.to_status = 'running' AND s.at_ms >= r.updated_at_ms) AS job_started_at_ms "
+            "AND s.to_status = ? AND s.at_ms >= r.updated_at_ms) AS job_started_at_ms "
             "FROM reviews r JOIN jobs j ON j.job_id = r.job_id "
             "JOIN job_transitions t ON t.id = "
             "(SELECT MAX(id) FROM job_transitions WHERE job_id = r.job_id) "
-            "WHERE r.state IN ('ASSIGNED', 'WORKING') "
-            "OR (r.state IN ('CANCELLED', 'FAILED') AND r.discarded = 0 "
-            "AND j.status IN ('pending', 'running')) "
-            "ORDER BY r.created_at, r.rowid"
+            "WHERE r.state IN (?, ?) OR (r.state IN (?, ?) AND r.discarded = 0 "
+            "AND j.status IN (?, ?)) ORDER BY r.created_at, r.rowid",
+            (
+                JobStatus.RUNNING,
+                *(ReviewState.ASSIGNED, ReviewState.WORKING),
+                *(ReviewState.CANCELLED, ReviewState.FAILED),
+                *(JobStatus.PENDING, JobStatus.RUNNING),
+            ),
         )
         return [
             (
@@ -403,8 +386,8 @@ class ReviewStore:
         ``summary`` is what IN_REVIEW shows; ``merged`` is (mode, commit, the base's
         commit it was merged onto) for COMPLETED.
         ``at_ms`` dates a move that happened earlier (a job event caught up with)."""
-        with self._write() as conn:
-            review = self._require(conn, job_id)
+        with self.records.write() as conn:
+            review = self.records.require(conn, job_id)
             if expect is not None and review.state not in expect:
                 raise _changed_under(job_id, review.state, transition)
             target = states.next_state(states.WORKER, review.state, transition, job_id)
@@ -418,7 +401,7 @@ class ReviewStore:
             }
             if summary is not None:
                 fields["summary"] = json.dumps(summary.to_dict())
-            if target in ("WORKING", "COMPLETED"):
+            if target in (ReviewState.WORKING, ReviewState.COMPLETED):
                 fields["conflicts"] = None
             if merged is not None:
                 fields["merge_mode"], fields["merged_commit"], fields["merged_onto"] = merged
@@ -427,21 +410,21 @@ class ReviewStore:
                 f"UPDATE reviews SET {assignments} WHERE job_id = ?", (*fields.values(), job_id)
             )
             self._record(conn, job_id, at, review.state, target, reason, transition)
-            return self._require(conn, job_id)
+            return self.records.require(conn, job_id)
 
     def set_conflicts(self, job_id: str, conflicts: Sequence[str]) -> Review:
         """Remember the files the last merge attempt could not merge (empty: none)."""
-        with self._write() as conn:
-            self._require(conn, job_id)
+        with self.records.write() as conn:
+            self.records.require(conn, job_id)
             value = json.dumps(list(conflicts), ensure_ascii=False) if conflicts else None
             conn.execute("UPDATE reviews SET conflicts = ? WHERE job_id = ?", (value, job_id))
             self._announce(conn, job_id, {"job_id": job_id, "conflicts": len(conflicts)})
-            return self._require(conn, job_id)
+            return self.records.require(conn, job_id)
 
     def mark_removed(self, job_id: str, *, discarded: bool) -> Review:
         """The work tree (and branch) are gone: by `review discard`, or by `gc`."""
-        with self._write() as conn:
-            self._require(conn, job_id)
+        with self.records.write() as conn:
+            self.records.require(conn, job_id)
             at_ms = now_ms()
             conn.execute(
                 "UPDATE reviews SET removed_at = ?, removed_at_ms = ?, "
@@ -449,14 +432,14 @@ class ReviewStore:
                 (iso_from_ms(at_ms), at_ms, int(discarded), job_id),
             )
             self._announce(conn, job_id, {"job_id": job_id, "removed": True})
-            return self._require(conn, job_id)
+            return self.records.require(conn, job_id)
 
     def mark_discarded(self, job_id: str) -> Review:
         """A person threw the work away (its tree may outlive this, if it could not go)."""
-        with self._write() as conn:
-            self._require(conn, job_id)
+        with self.records.write() as conn:
+            self.records.require(conn, job_id)
             conn.execute("UPDATE reviews SET discarded = 1 WHERE job_id = ?", (job_id,))
-            return self._require(conn, job_id)
+            return self.records.require(conn, job_id)
 
     # -- helpers ------------------------------------------------------------------
     def _record(
@@ -469,32 +452,13 @@ class ReviewStore:
         reason: str,
         transition: str | None,
     ) -> None:
-        conn.execute(
-            "INSERT INTO review_transitions (job_id, at, at_ms, from_state, to_state, reason, "
-            "transition) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (job_id, iso_ms_from_ms(at_ms), at_ms, before, after, reason, transition),
-        )
-        self._announce(
-            conn, job_id, {"job_id": job_id, "from": before, "to": after, "reason": reason}
-        )
+        """One move: its history row and its ``review.status`` message, together."""
+        self.records.record_move(conn, job_id, at_ms, before, after, reason, transition)
+        payload = {"job_id": job_id, "from": before, "to": after, "reason": reason}
+        self._announce(conn, job_id, payload)
 
     def _announce(self, conn: sqlite3.Connection, job_id: str, payload: dict[str, Any]) -> None:
-        insert_message(
-            conn,
-            self.bus.blobs,
-            Outgoing(
-                type="review.status",
-                from_agent=REGISTRY_AGENT,
-                correlation_id=job_id,
-                payload=payload,
-            ),
-        )
-
-    def _require(self, conn: sqlite3.Connection, job_id: str) -> Review:
-        row = conn.execute("SELECT * FROM reviews WHERE job_id = ?", (job_id,)).fetchone()
-        if row is None:
-            raise ReviewNotFound(f"job {job_id!r} did not run in a work tree of its own")
-        return _review(row)
+        self.records.announce(conn, REVIEW_STATUS, job_id, payload)
 
 
 def _changed_under(job_id: str, state: str, transition: str) -> RegistryError:

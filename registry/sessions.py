@@ -12,15 +12,18 @@ from __future__ import annotations
 import builtins
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from bus.db import now_ms, translate
-from bus.messages import Bus, Outgoing, insert_message
-from registry import states, store
+from bus.db import now_ms
+from bus.messages import Bus
+from registry import states
 from registry.errors import InvalidJobInput, SessionNotFound
-from registry.records import check_label, iso_from_ms, iso_ms_from_ms
+from registry.records import check_label, iso_from_ms
+from registry.store import RecordKind, Records, record_dict
+from registry.vocabulary import MessageType, SessionStatus
 
-REGISTRY_AGENT = "registry"
+STOP_TRANSITIONS: Final = {"graceful": "stop", "soft": "soft_stop", "hard": "hard_stop"}
+"""`session stop --mode`: the session machine's move each mode makes."""
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,7 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form for `session list --json` and the TUI."""
-        return {
-            "label": self.label,
-            "state": self.state,
-            "agent": self.agent,
-            "agent_cmd": self.agent_cmd,
-            "tmux_session": self.tmux_session,
-            "workdir": self.workdir,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "tmux_socket": self.tmux_socket,
-        }
+        return record_dict(self)
 
 
 def _session(row: sqlite3.Row) -> Session:
@@ -66,13 +59,24 @@ def _session(row: sqlite3.Row) -> Session:
     )
 
 
+SESSIONS: Final = RecordKind(
+    table="sessions",
+    key="label",
+    history_table="session_transitions",
+    from_column="from_state",
+    to_column="to_state",
+    decode=_session,
+    missing=lambda label: SessionNotFound(f"no session {label!r}"),
+)
+
+
 class SessionStore:
     """Session records in the bus's database."""
 
     def __init__(self, bus: Bus) -> None:
+        self.records = Records(bus, SESSIONS)
         self.bus = bus
         self.db = bus.db
-        store.ensure_schema(self.db.conn, self.db.path)
 
     def create(
         self,
@@ -91,45 +95,42 @@ class SessionStore:
         check_label("session label", label)
         check_label("agent", agent)
         name = check_label("tmux session", tmux_session)
-        try:
-            with self.db.transaction() as conn:
-                at_ms = now_ms()
-                stamp = iso_from_ms(at_ms)
-                existing = self._load(conn, label)
-                if existing is not None and existing.state != "terminated":
-                    raise InvalidJobInput(
-                        f"session {label!r} already exists ({existing.state}); "
-                        "stop or resume it instead"
-                    )
-                conn.execute(
-                    "INSERT INTO sessions (label, state, agent, agent_cmd, tmux_session, workdir, "
-                    "created_at, updated_at, tmux_socket) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(label) DO UPDATE SET state = excluded.state, "
-                    "agent = excluded.agent, agent_cmd = excluded.agent_cmd, "
-                    "tmux_session = excluded.tmux_session, workdir = excluded.workdir, "
-                    "created_at = excluded.created_at, updated_at = excluded.updated_at, "
-                    "tmux_socket = excluded.tmux_socket",
-                    (
-                        label,
-                        states.SESSION.initial,
-                        agent,
-                        agent_cmd,
-                        name,
-                        workdir,
-                        stamp,
-                        stamp,
-                        tmux_socket,
-                    ),
+        with self.records.write() as conn:
+            at_ms = now_ms()
+            stamp = iso_from_ms(at_ms)
+            existing = self.records.load(conn, label)
+            if existing is not None and existing.state != SessionStatus.TERMINATED:
+                raise InvalidJobInput(
+                    f"session {label!r} already exists ({existing.state}); "
+                    "stop or resume it instead"
                 )
-                before = existing.state if existing is not None else None
-                self._record(conn, label, at_ms, before, states.SESSION.initial, reason, None)
-                return self._require(conn, label)
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
+            conn.execute(
+                "INSERT INTO sessions (label, state, agent, agent_cmd, tmux_session, workdir, "
+                "created_at, updated_at, tmux_socket) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(label) DO UPDATE SET state = excluded.state, "
+                "agent = excluded.agent, agent_cmd = excluded.agent_cmd, "
+                "tmux_session = excluded.tmux_session, workdir = excluded.workdir, "
+                "created_at = excluded.created_at, updated_at = excluded.updated_at, "
+                "tmux_socket = excluded.tmux_socket",
+                (
+                    label,
+                    states.SESSION.initial,
+                    agent,
+                    agent_cmd,
+                    name,
+                    workdir,
+                    stamp,
+                    stamp,
+                    tmux_socket,
+                ),
+            )
+            before = existing.state if existing is not None else None
+            self._record(conn, label, at_ms, before, states.SESSION.initial, reason, None)
+            return self.records.require(conn, label)
 
     def get(self, label: str) -> Session:
         """The session ``label``; SessionNotFound if there is none."""
-        return self._require(self.db.conn, label)
+        return self.records.get(label)
 
     def list(self, *, state: str | None = None) -> list[Session]:
         """Sessions oldest first, optionally only one state."""
@@ -139,38 +140,31 @@ class SessionStore:
         params: tuple[str, ...] = ()
         if state is not None:
             sql, params = sql + " WHERE state = ?", (state,)
-        try:
-            rows = self.db.conn.execute(sql + " ORDER BY created_at, label", params).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
+        rows = self.records.read(sql + " ORDER BY created_at, label", params)
         return [_session(row) for row in rows]
 
     def set_state(
         self, label: str, target: str, reason: str = "", *, transition: str | None = None
     ) -> Session:
         """Move a session through the session machine (IllegalTransition if not allowed)."""
-        try:
-            with self.db.transaction() as conn:
-                session = self._require(conn, label)
-                if transition is not None:
-                    target = states.next_state(states.SESSION, session.state, transition, label)
-                states.check_transition(states.SESSION, session.state, target, label)
-                at_ms = now_ms()
-                conn.execute(
-                    "UPDATE sessions SET state = ?, updated_at = ? WHERE label = ?",
-                    (target, iso_from_ms(at_ms), label),
-                )
-                self._record(conn, label, at_ms, session.state, target, reason, transition)
-                return self._require(conn, label)
-        except sqlite3.Error as exc:
-            raise translate(exc, self.db.path) from exc
+        with self.records.write() as conn:
+            session = self.records.require(conn, label)
+            if transition is not None:
+                target = states.next_state(states.SESSION, session.state, transition, label)
+            states.check_transition(states.SESSION, session.state, target, label)
+            at_ms = now_ms()
+            conn.execute(
+                "UPDATE sessions SET state = ?, updated_at = ? WHERE label = ?",
+                (target, iso_from_ms(at_ms), label),
+            )
+            self._record(conn, label, at_ms, session.state, target, reason, transition)
+            return self.records.require(conn, label)
 
     def stop(self, label: str, mode: str = "graceful", reason: str = "") -> Session:
         """`session stop --mode graceful|soft|hard`: stopped, archived or terminated."""
-        transitions = {"graceful": "stop", "soft": "soft_stop", "hard": "hard_stop"}
-        if mode not in transitions:
+        if mode not in STOP_TRANSITIONS:
             raise InvalidJobInput(f"stop mode must be graceful, soft or hard, got {mode!r}")
-        name = transitions[mode]
+        name = STOP_TRANSITIONS[mode]
         return self.set_state(label, "", reason or f"{mode} stop", transition=name)
 
     def resume(self, label: str, reason: str = "resumed") -> Session:
@@ -179,13 +173,7 @@ class SessionStore:
 
     def history(self, label: str) -> builtins.list[states.StateChange]:
         """The session's recorded transitions, oldest first."""
-        self.get(label)
-        rows = self.db.conn.execute(
-            "SELECT at, from_state, to_state, reason, transition FROM session_transitions "
-            "WHERE label = ? ORDER BY id",
-            (label,),
-        ).fetchall()
-        return [states.StateChange(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        return self.records.history(label)
 
     def why(self, label: str) -> str:
         """One line saying why the session is in its current state."""
@@ -201,28 +189,7 @@ class SessionStore:
         reason: str,
         transition: str | None,
     ) -> None:
-        conn.execute(
-            "INSERT INTO session_transitions (label, at, at_ms, from_state, to_state, reason, "
-            "transition) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (label, iso_ms_from_ms(at_ms), at_ms, before, after, reason, transition),
-        )
-        insert_message(
-            conn,
-            self.bus.blobs,
-            Outgoing(
-                type="session.status",
-                from_agent=REGISTRY_AGENT,
-                correlation_id=label,
-                payload={"label": label, "from": before, "to": after, "reason": reason},
-            ),
-        )
-
-    def _load(self, conn: sqlite3.Connection, label: str) -> Session | None:
-        row = conn.execute("SELECT * FROM sessions WHERE label = ?", (label,)).fetchone()
-        return _session(row) if row is not None else None
-
-    def _require(self, conn: sqlite3.Connection, label: str) -> Session:
-        session = self._load(conn, label)
-        if session is None:
-            raise SessionNotFound(f"no session {label!r}")
-        return session
+        """One move: its history row and its ``session.status`` message, together."""
+        self.records.record_move(conn, label, at_ms, before, after, reason, transition)
+        payload = {"label": label, "from": before, "to": after, "reason": reason}
+        self.records.announce(conn, MessageType.SESSION_STATUS, label, payload)

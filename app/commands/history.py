@@ -325,8 +325,8 @@ def _hourly_table(rows: list[HourlyAggregate], restarts: list[RestartMarker]) ->
             duration(row.idle_ms),
             duration(row.run_ms_p50),
             duration(row.run_ms_p95),
-            duration(row.wait_ms_p50),
-            duration(row.wait_ms_p95),
+            duration(row.queue_wait_ms_p50),
+            duration(row.queue_wait_ms_p95),
             duration(row.response_ms_p50),
         )
     return table

@@ -18,7 +18,7 @@ from app.control.launch import split_command
 from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.events import Event
-from registry.waiter import Verdict
+from registry.job_outcome import Verdict
 
 
 @click.command()

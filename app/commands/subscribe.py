@@ -32,10 +32,10 @@ from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
 from registry.event_trust import WatchedJob
 from registry.events import is_job_id
+from registry.job_outcome import JobWaiter, RegistryWatchingWaiter
 from registry.jobs import Registry
 from registry.mqtt_source import FedEvent, JobEventFeed
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, MAX_TIMEOUT_SEC, Job
-from registry.waiter import JobWaiter, RegistryWatchingWaiter
 
 TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
 

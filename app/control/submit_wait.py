@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from app.control.orchestrator import Orchestrator
 from registry.events import Event
-from registry.waiter import Outcome, RegistryWatchingWaiter, Verdict, wait_on_bus
+from registry.job_outcome import Outcome, RegistryWatchingWaiter, Verdict, wait_on_bus
 
 PANE_CHECK_INTERVAL_SEC = 1.0
 

@@ -15,7 +15,7 @@ from app.git.errors import BaseNotFound, GitCommandFailed, GitError, NotAReposit
 from app.git.repo import Repository
 from app.git.worktrees import add_worktree
 from app.settings import Settings
-from registry.jobstore import JobStore
+from registry.jobs import Registry
 from registry.review import BRANCH_PREFIX, ReviewStore
 from registry.vocabulary import JobStatus
 
@@ -88,7 +88,7 @@ def plan_worktree(workdir: Path, base: str | None = None) -> WorktreePlan:
 
 
 def prepare_worktree(
-    settings: Settings, jobs: JobStore, job_id: str, plan: WorktreePlan
+    settings: Settings, jobs: Registry, job_id: str, plan: WorktreePlan
 ) -> Worktree:
     """Make branch `orchestrate/<job_id>` at the base's commit, check it out in
     `<state>/worktrees/<job_id>`, and record the job's review (ASSIGNED).

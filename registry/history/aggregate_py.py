@@ -28,6 +28,7 @@ from registry.history.schema import (
     UNKNOWN_AGENT,
     exact_percentile,
 )
+from registry.vocabulary import Activity, JobStatus
 
 HOUR_MS = 3_600_000
 
@@ -44,7 +45,7 @@ class _Bucket:
     jobs_cancelled: int = 0
     retries: int = 0
     run_ms: list[int] = field(default_factory=list)
-    wait_ms: list[int] = field(default_factory=list)
+    queue_wait_ms: list[int] = field(default_factory=list)
     response_ms: list[int] = field(default_factory=list)
     answered: int = 0
     activity_ms: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACTIVITIES, 0))
@@ -123,7 +124,7 @@ class _Pass:
         if job.activity is None:
             return
         self.spend(job_id, job.activity, job.since_ms, ts_ms)
-        if job.activity == "waiting":
+        if job.activity == Activity.WAITING:
             bucket = self.bucket(ts_ms, job_id)
             bucket.response_ms.append(ts_ms - job.since_ms)
             bucket.answered += moved_on
@@ -144,7 +145,7 @@ class _Pass:
             job.enqueued = (fact.seq, fact.ts_ms)
         elif fact.type == JOB_EVENT:
             self.bucket(fact.ts_ms, job_id).events += 1
-            if fact.activity is not None and job.status == "running":
+            if fact.activity is not None and job.status == JobStatus.RUNNING:
                 self.start_activity(job_id, job, fact.activity, fact.ts_ms)
         elif fact.type == JOB_STATUS:
             self.move(job_id, job, fact)
@@ -155,13 +156,13 @@ class _Pass:
     def move(self, job_id: str, job: _Job, fact: Fact) -> None:
         """A job.status move: counts, durations, and the activity it starts or ends."""
         target, ts_ms = fact.status_to, fact.ts_ms
-        if target not in ("pending", "running", *ENDED_STATUSES):
+        if target not in (JobStatus.PENDING, JobStatus.RUNNING, *ENDED_STATUSES):
             return  # not a status of the job machine: nothing to count
         bucket = self.bucket(ts_ms, job_id)
-        if target == "running":
+        if target == JobStatus.RUNNING:
             bucket.jobs_started += 1
             if job.enqueued is not None:
-                bucket.wait_ms.append(ts_ms - job.enqueued[1])
+                bucket.queue_wait_ms.append(ts_ms - job.enqueued[1])
             job.running = (fact.seq, ts_ms)
             # An event that arrived while the job was pending started it: the job runs
             # with that event's activity (its status move follows it on the bus).
@@ -170,20 +171,20 @@ class _Pass:
                 before is not None
                 and before.type == JOB_EVENT
                 and before.activity is not None
-                and job.status in (None, "pending")
+                and job.status in (None, JobStatus.PENDING)
             )
-            first = before.activity if started_by_event and before else "starting"
+            first = before.activity if started_by_event and before else Activity.STARTING
             self.start_activity(job_id, job, str(first), ts_ms)
         else:
-            if job.status == "running":
+            if job.status == JobStatus.RUNNING:
                 self.end_activity(job_id, job, ts_ms, moved_on=False)
-            if target == "pending":
+            if target == JobStatus.PENDING:
                 bucket.retries += 1
                 job.enqueued = (fact.seq, ts_ms)
-            elif target == "cancelled":
+            elif target == JobStatus.CANCELLED:
                 bucket.jobs_cancelled += 1
             else:
-                if target == "completed":
+                if target == JobStatus.COMPLETED:
                     bucket.jobs_completed += 1
                 else:
                     bucket.jobs_errored += 1
@@ -259,9 +260,9 @@ def _hourly_row(hour: datetime, agent: str, b: _Bucket) -> dict[str, Any]:
         "runs": len(b.run_ms),
         "run_ms_p50": exact_percentile(b.run_ms, 0.5),
         "run_ms_p95": exact_percentile(b.run_ms, 0.95),
-        "waits": len(b.wait_ms),
-        "wait_ms_p50": exact_percentile(b.wait_ms, 0.5),
-        "wait_ms_p95": exact_percentile(b.wait_ms, 0.95),
+        "queue_waits": len(b.queue_wait_ms),
+        "queue_wait_ms_p50": exact_percentile(b.queue_wait_ms, 0.5),
+        "queue_wait_ms_p95": exact_percentile(b.queue_wait_ms, 0.95),
     }
     row |= {f"{activity}_ms": ms for activity, ms in b.activity_ms.items()}
     row |= {
@@ -270,7 +271,7 @@ def _hourly_row(hour: datetime, agent: str, b: _Bucket) -> dict[str, Any]:
         "response_ms_p50": exact_percentile(b.response_ms, 0.5),
         "response_ms_p95": exact_percentile(b.response_ms, 0.95),
         "run_values": sorted(b.run_ms),
-        "wait_values": sorted(b.wait_ms),
+        "queue_wait_values": sorted(b.queue_wait_ms),
         "response_values": sorted(b.response_ms),
     }
     return row

@@ -3,8 +3,8 @@
 A build's bookkeeping (from which hour the new facts can change the aggregates,
 which jobs those hours hold, the facts needed to recompute them) is a few parquet
 column scans, and its result is small; pyarrow does both far cheaper than a round
-of Spark jobs. Kept apart from ``spark_job``: the Spark side (it and
-``spark_session``) alone imports pyspark.
+of Spark jobs. Kept apart from ``spark_job``: the Spark side (it,
+``spark_sql`` and ``spark_session``) alone imports pyspark.
 """
 
 from __future__ import annotations

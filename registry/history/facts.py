@@ -2,7 +2,7 @@
 what the plain-Python reference aggregates.
 
 The rules mirror, check for check, how Spark reads the same message from a JSONL
-export with ``schema.INPUT_DDL`` (``spark_job.FLAG_SQL``/``FACTS_SQL``), so the two
+export with ``schema.INPUT_DDL`` (``spark_sql.FLAG_SQL``/``FACTS_SQL``), so the two
 input formats make the same facts (tests/history checks it): a field Spark cannot
 convert to its declared type marks the whole line corrupt, and a corrupt line of a
 kept type is malformed; a string field takes any JSON scalar as its text.
@@ -28,6 +28,7 @@ from registry.history.schema import (
     TOKEN_COLUMNS,
     UNKNOWN_MODEL,
 )
+from registry.vocabulary import EventType
 
 MALFORMED: Final = "malformed"
 _INT64 = (-(2**63), 2**63)
@@ -111,7 +112,7 @@ def fact_of_message(message: Any) -> Fact | Literal["malformed"] | None:
     if kind == JOB_EVENT:
         if event not in EVENT_KINDS:
             return MALFORMED
-        if event == "activity":
+        if event == EventType.ACTIVITY:
             data = fields.get("data")
             activity = _text(data.get("activity")) if isinstance(data, dict) else None
             if activity not in ACTIVITIES:

@@ -46,6 +46,15 @@ USAGE_SCHEMA = pa.schema(
     ]
 )
 MARKER_SCHEMA = pa.schema([("hour", UTC_US), ("restarts", pa.int64())])
+LEGACY_NAMES = {
+    "waits": "queue_waits",
+    "wait_ms_p50": "queue_wait_ms_p50",
+    "wait_ms_p95": "queue_wait_ms_p95",
+    "wait_values": "queue_wait_values",
+}
+"""Aggregate columns as builds before the rename wrote them: the queue wait was
+called ``wait``, which read as a person's wait. Old files still load until the next
+build rewrites them (its merge finds them lacking and recomputes everything)."""
 
 
 class HourlyAggregate(NamedTuple):
@@ -68,9 +77,9 @@ class HourlyAggregate(NamedTuple):
     runs: int
     run_ms_p50: float | None
     run_ms_p95: float | None
-    waits: int
-    wait_ms_p50: float | None
-    wait_ms_p95: float | None
+    queue_waits: int
+    queue_wait_ms_p50: float | None
+    queue_wait_ms_p95: float | None
     starting_ms: int
     working_ms: int
     waiting_ms: int
@@ -83,7 +92,7 @@ class HourlyAggregate(NamedTuple):
     response_ms_p50: float | None
     response_ms_p95: float | None
     run_values: list[int]
-    wait_values: list[int]
+    queue_wait_values: list[int]
     response_values: list[int]
 
     def to_json(self) -> dict[str, Any]:
@@ -191,6 +200,8 @@ def _read(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     except (pa.ArrowException, OSError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CorruptHistory(f"cannot read {path}: {reason}") from exc
+    if not set(LEGACY_NAMES.values()) & set(table.column_names):
+        table = table.rename_columns([LEGACY_NAMES.get(n, n) for n in table.column_names])
     missing = [name for name in columns if name not in table.column_names]
     if missing:
         raise CorruptHistory(f"{path} lacks column(s) {', '.join(missing)}: run a --full build")

@@ -21,9 +21,11 @@ Definitions shared by the Spark job and the plain-Python reference
   once per attempt. ``retries``: moves back to ``pending`` (a resume, a lease
   expiry, an interrupted agent restarted).
 * ``error_rate``: errored / (completed + errored); null when neither.
-* Queue wait: the move to ``running`` minus the latest earlier enqueue of the
-  job (its ``job.registered``, or a move to ``pending``), counted in the hour
-  of the move to running.
+* Queue wait (``queue_waits``, ``queue_wait_ms_*``): the move to ``running`` minus
+  the latest earlier enqueue of the job (its ``job.registered``, or a move to
+  ``pending``), counted in the hour of the move to running. It is the job's wait
+  for an agent, never a person's: how long a person took to answer is
+  ``response_ms_*``.
 * Run duration of a job ending (a move to ``completed``/``error``): its ts minus
   the latest earlier move to ``running``, provided no enqueue came between
   them. Counted in the hour the job ended.
@@ -67,25 +69,31 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from registry.activity import ACTIVITIES
 from registry.events import EVENT_TYPES
+from registry.vocabulary import Activity, EventType, JobStatus, MessageType
 
 # Message types the pipeline keeps; any other type is read and ignored.
-JOB_REGISTERED = "job.registered"
-JOB_EVENT = "job.event"
-JOB_STATUS = "job.status"
-JOB_USAGE = "job.usage"
-CONTROL_STARTED = "control.started"
+JOB_REGISTERED: Final = MessageType.JOB_REGISTERED
+JOB_EVENT: Final = MessageType.JOB_EVENT
+JOB_STATUS: Final = MessageType.JOB_STATUS
+JOB_USAGE: Final = MessageType.JOB_USAGE
+CONTROL_STARTED: Final = MessageType.CONTROL_STARTED
 KEPT_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE, CONTROL_STARTED)
 JOB_TYPES = (JOB_REGISTERED, JOB_EVENT, JOB_STATUS, JOB_USAGE)
 EVENT_KINDS = tuple(EVENT_TYPES)
-TERMINAL_KINDS = ("completed", "error")
-ENDED_STATUSES = ("completed", "error", "cancelled")
+TERMINAL_KINDS = (EventType.COMPLETED, EventType.ERROR)
+ENDED_STATUSES = (JobStatus.COMPLETED, JobStatus.ERROR, JobStatus.CANCELLED)
 UNKNOWN_AGENT = "unknown"
 UNKNOWN_MODEL = "unknown"
 # The activity a job.event shows, by its kind (an ``activity`` event says its own).
-EVENT_ACTIVITY = {"started": "working", "progress": "working", "permission_required": "waiting"}
+EVENT_ACTIVITY: Final[dict[str, str]] = {
+    EventType.STARTED: Activity.WORKING,
+    EventType.PROGRESS: Activity.WORKING,
+    EventType.PERMISSION_REQUIRED: Activity.WAITING,
+}
 ACTIVITY_MS_COLUMNS = tuple(f"{activity}_ms" for activity in ACTIVITIES)
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -129,7 +137,7 @@ FACTS_DDL = (
 )
 
 # The hourly aggregate table, in column order.
-PERCENTILE_MEASURES = ("run", "wait", "response")  # run duration, queue wait, wait for a person
+PERCENTILE_MEASURES = ("run", "queue_wait", "response")  # run, queue wait, a person's answer
 AGG_COLUMNS = (
     "hour",
     "agent",
@@ -144,16 +152,16 @@ AGG_COLUMNS = (
     "runs",
     "run_ms_p50",
     "run_ms_p95",
-    "waits",
-    "wait_ms_p50",
-    "wait_ms_p95",
+    "queue_waits",
+    "queue_wait_ms_p50",
+    "queue_wait_ms_p95",
     *ACTIVITY_MS_COLUMNS,
     "asks",
     "answered",
     "response_ms_p50",
     "response_ms_p95",
     "run_values",
-    "wait_values",
+    "queue_wait_values",
     "response_values",
 )
 USAGE_COLUMNS = (

@@ -1,6 +1,6 @@
 """The Spark session a history build runs in: started with our settings, its JVM as
 ``registry.history.jvm`` plans it, and stopped so a recording JVM writes (or drops)
-its class archive. With ``spark_job``, the only module that imports pyspark."""
+its class archive. With ``spark_job`` and ``spark_sql``, the only modules that import pyspark."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from registry.activity import ACTIVITIES
 from registry.history.prices import Cost, PriceTable, price_usage
 from registry.history.schema import exact_percentile
+from registry.vocabulary import Activity
 
 if TYPE_CHECKING:  # the reader imports pyarrow; this module stays light for the CLI
     from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
@@ -48,7 +49,7 @@ class AgentSummary:
     asks: int = 0
     answered: int = 0
     response_values: list[int] = field(default_factory=list)
-    wait_values: list[int] = field(default_factory=list)
+    queue_wait_values: list[int] = field(default_factory=list)
     run_values: list[int] = field(default_factory=list)
     cost: Cost = field(default_factory=Cost)
 
@@ -65,11 +66,11 @@ class AgentSummary:
         self.asks += row.asks
         self.answered += row.answered
         self.response_values.extend(row.response_values)
-        self.wait_values.extend(row.wait_values)
+        self.queue_wait_values.extend(row.queue_wait_values)
         self.run_values.extend(row.run_values)
 
     def percentile(self, values: str, fraction: float) -> float | None:
-        """Exact p50/p95 (schema.exact_percentile) of ``response``, ``wait`` or ``run``."""
+        """Exact p50/p95 (schema.exact_percentile) of ``response``, ``queue_wait`` or ``run``."""
         found: list[int] = getattr(self, f"{values}_values")
         return exact_percentile(found, fraction)
 
@@ -81,7 +82,7 @@ class AgentSummary:
     @property
     def other_ms(self) -> int:
         """Time starting, stalled, exited or interrupted."""
-        main = ("working", "waiting", "idle")
+        main = (Activity.WORKING, Activity.WAITING, Activity.IDLE)
         return sum(ms for activity, ms in self.activity_ms.items() if activity not in main)
 
 
@@ -223,16 +224,16 @@ def table_rows(summary: RangeSummary) -> list[tuple[str, ...]]:
                 str(item.errored),
                 str(item.cancelled),
                 str(item.retries),
-                duration(item.activity_ms["working"]),
-                duration(item.activity_ms["waiting"]),
-                duration(item.activity_ms["idle"]),
+                duration(item.activity_ms[Activity.WORKING]),
+                duration(item.activity_ms[Activity.WAITING]),
+                duration(item.activity_ms[Activity.IDLE]),
                 duration(item.other_ms),
                 str(item.asks),
                 str(item.answered),
                 duration(item.percentile("response", 0.5)),
                 duration(item.percentile("response", 0.95)),
-                duration(item.percentile("wait", 0.5)),
-                duration(item.percentile("wait", 0.95)),
+                duration(item.percentile("queue_wait", 0.5)),
+                duration(item.percentile("queue_wait", 0.95)),
                 duration(item.percentile("run", 0.5)),
                 tokens,
                 cost_text(item.cost),
@@ -299,8 +300,8 @@ def to_csv(summary: RangeSummary) -> str:
                 item.answered,
                 number(item.percentile("response", 0.5)),
                 number(item.percentile("response", 0.95)),
-                number(item.percentile("wait", 0.5)),
-                number(item.percentile("wait", 0.95)),
+                number(item.percentile("queue_wait", 0.5)),
+                number(item.percentile("queue_wait", 0.95)),
                 number(item.percentile("run", 0.5)),
                 number(item.percentile("run", 0.95)),
                 item.cost.tokens_measured,

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from registry.vocabulary import Activity, Answer, EventType, JobStatus, MessageType
+
 AGENTS = ("claude", "codex", "aider", "gemini")
 MODELS = {
     "claude": ("claude-sonnet-4-5", "claude-opus-4-1"),
@@ -58,7 +60,7 @@ class _Job:
             "agent_session": f"{self.agent}-1",
             "created_at": _iso(self.now),
         }
-        self.message("control", "job.registered", payload)
+        self.message("control", MessageType.JOB_REGISTERED, payload)
 
     def message(self, sender: str, kind: str, payload: dict[str, Any], **extra: Any) -> None:
         self.out.append(
@@ -74,7 +76,7 @@ class _Job:
 
     def status(self, before: str, after: str) -> None:
         payload = {"job_id": self.job_id, "from": before, "to": after, "reason": "x"}
-        self.message("control", "job.status", payload)
+        self.message("control", MessageType.JOB_STATUS, payload)
 
     def event(self, kind: str, detail: str = "", data: dict[str, Any] | None = None) -> None:
         self.event_seq += 1
@@ -87,10 +89,14 @@ class _Job:
             "detail": detail or f"{kind} step",
             "data": {"n": self.event_seq, **(data or {})},
         }
-        self.message(self.job_id, "job.event", payload, id=f"{self.job_id}:{self.event_seq}")
+        self.message(
+            self.job_id, MessageType.JOB_EVENT, payload, id=f"{self.job_id}:{self.event_seq}"
+        )
 
     def activity(self, activity: str) -> None:
-        self.event("activity", activity, {"activity": activity, "source": f"hook:{self.agent}:x"})
+        self.event(
+            EventType.ACTIVITY, activity, {"activity": activity, "source": f"hook:{self.agent}:x"}
+        )
 
     def usage(self) -> None:
         """One model message's tokens, recorded a little after the transcript's time."""
@@ -110,7 +116,9 @@ class _Job:
         }
         if aider:
             payload["cost_micro_usd"] = rng.randint(50, 20_000)
-        self.message("control", "job.usage", payload, id=f"{self.job_id}:usage:{self.usage_n}")
+        self.message(
+            "control", MessageType.JOB_USAGE, payload, id=f"{self.job_id}:usage:{self.usage_n}"
+        )
 
     def wait(self, low: int, high: int) -> None:
         self.now += self.rng.randint(low, high)
@@ -120,13 +128,14 @@ def _demo_attempt(job: _Job, end: str | None, *, started: bool) -> None:
     """A demo-style agent: it publishes its own events (``started`` already, when its
     started event is what moved the job to running)."""
     rng = job.rng
-    kinds = ([] if started else ["started"]) + ["progress"] * rng.randint(0, 8)
+    kinds: list[str] = [] if started else [EventType.STARTED]
+    kinds += [EventType.PROGRESS] * rng.randint(0, 8)
     if rng.random() < 0.1:
-        kinds.insert(min(2, len(kinds)), "permission_required")
+        kinds.insert(min(2, len(kinds)), EventType.PERMISSION_REQUIRED)
     if end is not None:
         kinds.append(end)
     for kind in kinds:
-        job.wait(0, 0) if kind == "started" else job.wait(50, 400_000)
+        job.wait(0, 0) if kind == EventType.STARTED else job.wait(50, 400_000)
         job.event(kind)
 
 
@@ -136,34 +145,34 @@ def _real_attempt(job: _Job, end: str | None) -> str:
     rng = job.rng
     for _turn in range(rng.randint(1, 4)):
         job.wait(50, 3_000)
-        job.activity("working")
+        job.activity(Activity.WORKING)
         for _call in range(rng.randint(1, 3)):
             job.wait(500, 90_000)
             job.usage()
         if rng.random() < 0.35:
             job.wait(100, 60_000)
-            job.activity("waiting")
+            job.activity(Activity.WAITING)
             long_wait = rng.random() < 0.08  # nobody there: hours
             job.wait(HOUR_MS, 3 * HOUR_MS) if long_wait else job.wait(300, 240_000)
             if rng.random() < 0.05:
-                return "cancelled"  # the person cancelled instead of answering
-            job.event("input", "answered yes", {"kind": "answer", "answer": "yes"})
-            job.activity("working")
+                return JobStatus.CANCELLED  # the person cancelled instead of answering
+            job.event(EventType.INPUT, "answered yes", {"kind": "answer", "answer": Answer.YES})
+            job.activity(Activity.WORKING)
         if rng.random() < 0.05:
             job.wait(1_000, 200_000)
-            job.activity("stalled")
+            job.activity(Activity.STALLED)
             job.wait(1_000, 100_000)
-            job.activity("working")
+            job.activity(Activity.WORKING)
         job.wait(500, 120_000)
-        job.activity("idle")
+        job.activity(Activity.IDLE)
         job.wait(100, 30_000)
     if end is not None:
         if rng.random() < 0.3:
-            job.activity("exited")
+            job.activity(Activity.EXITED)
             job.wait(10, 2_000)
         if rng.random() < 0.5:  # else the control room ends it (done when idle)
             job.event(end)
-    return end or "error"
+    return end or JobStatus.ERROR
 
 
 def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[dict[str, Any]]:
@@ -177,38 +186,40 @@ def _job_messages(rng: random.Random, job_id: str, agent: str, t0: int) -> list[
         # a queue worker's agent: its started event moves the pending job to running
         started_by_event = not real and rng.random() < 0.2
         if started_by_event:
-            job.event("started")
-        job.status("pending", "running")
+            job.event(EventType.STARTED)
+        job.status(JobStatus.PENDING, JobStatus.RUNNING)
         job.wait(50, 2_000)  # the agent starting in its pane
         last_attempt = attempt == attempts - 1
         roll = rng.random()
-        end = "completed" if last_attempt and roll < 0.85 else "error"
+        end: str = JobStatus.COMPLETED if last_attempt and roll < 0.85 else JobStatus.ERROR
         if real and rng.random() < 0.05:  # its pane lost (tmux killed), then restarted
-            job.activity("working")
+            job.activity(Activity.WORKING)
             job.wait(1_000, 300_000)
-            job.activity("interrupted")
+            job.activity(Activity.INTERRUPTED)
             job.wait(5_000, 2 * HOUR_MS)
-            job.status("running", "pending")
+            job.status(JobStatus.RUNNING, JobStatus.PENDING)
             job.wait(100, 5_000)
-            job.status("pending", "running")
+            job.status(JobStatus.PENDING, JobStatus.RUNNING)
             job.wait(50, 2_000)
         # The control room ends some jobs itself (a dead pane, a cancel): no event.
-        ended_by_control = "error" if roll > 0.97 else "cancelled" if roll > 0.95 else None
+        ended_by_control: str | None = (
+            JobStatus.ERROR if roll > 0.97 else JobStatus.CANCELLED if roll > 0.95 else None
+        )
         reported_end = None if ended_by_control else end
         if real:
-            if _real_attempt(job, reported_end) == "cancelled":
-                ended_by_control = "cancelled"
+            if _real_attempt(job, reported_end) == JobStatus.CANCELLED:
+                ended_by_control = JobStatus.CANCELLED
         else:
             _demo_attempt(job, reported_end, started=started_by_event)
         if ended_by_control is not None:
             job.wait(1000, 60_000)
             end = ended_by_control
-        job.status("running", end)
-        if end == "cancelled":
+        job.status(JobStatus.RUNNING, end)
+        if end == JobStatus.CANCELLED:
             break
         if not last_attempt:
             job.wait(1000, 60_000)
-            job.status(end, "pending")
+            job.status(end, JobStatus.PENDING)
     return job.out
 
 
@@ -226,7 +237,9 @@ def generate_lines(
         if rng.random() < 0.02:
             messages.append({"ts_ms": t + 1, "from_agent": "user", "type": "chat", "payload": "hi"})
         if rng.random() < 0.01:
-            messages.append({"ts_ms": t + 2, "from_agent": "control", "type": "control.started"})
+            messages.append(
+                {"ts_ms": t + 2, "from_agent": "control", "type": MessageType.CONTROL_STARTED}
+            )
     messages.sort(key=lambda m: m["ts_ms"])
     return list(_serialise(messages[:events], rng))
 

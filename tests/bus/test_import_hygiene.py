@@ -22,6 +22,7 @@ FORBIDDEN = {
 # The Spark job is the one registry module whose purpose is to drive Spark.
 ALLOWED = {
     "registry.history.spark_job": {"pyspark"},
+    "registry.history.spark_sql": {"pyspark"},
     "registry.history.spark_session": {"pyspark"},
 }
 

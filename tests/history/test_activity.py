@@ -31,20 +31,20 @@ def picked(row: dict[str, Any]) -> dict[str, Any]:
 
 # Worked out by hand from the docstring of day_of_agents.
 HAND = {
-    (0, "claude"): {"events": 2, "jobs_registered": 1, "jobs_started": 1, "waits": 1,
-                    "wait_values": [10 * MIN], "starting_ms": MIN, "working_ms": 39 * MIN,
+    (0, "claude"): {"events": 2, "jobs_registered": 1, "jobs_started": 1, "queue_waits": 1,
+                    "queue_wait_values": [10 * MIN], "starting_ms": MIN, "working_ms": 39 * MIN,
                     "waiting_ms": 10 * MIN},
-    (0, "codex"): {"events": 1, "jobs_registered": 1, "jobs_started": 1, "waits": 1,
-                   "wait_values": [10 * MIN], "working_ms": 30 * MIN},
+    (0, "codex"): {"events": 1, "jobs_registered": 1, "jobs_started": 1, "queue_waits": 1,
+                   "queue_wait_values": [10 * MIN], "working_ms": 30 * MIN},
     (1, "claude"): {"waiting_ms": HOUR},
     (1, "codex"): {"events": 2, "jobs_registered": 1, "jobs_started": 1, "retries": 1,
-                   "waits": 1, "wait_values": [10 * MIN], "interrupted_ms": 30 * MIN,
+                   "queue_waits": 1, "queue_wait_values": [10 * MIN], "interrupted_ms": 30 * MIN,
                    "starting_ms": 5 * MIN, "working_ms": 15 * MIN},
     (2, "claude"): {"events": 4, "jobs_registered": 1, "jobs_completed": 1, "runs": 1,
                     "run_values": [150 * MIN], "waiting_ms": 20 * MIN, "working_ms": 10 * MIN,
                     "idle_ms": 10 * MIN, "asks": 1, "answered": 1,
                     "response_values": [90 * MIN], "error_rate": 0.0},
-    (2, "codex"): {"events": 1, "jobs_started": 1, "waits": 1, "wait_values": [MIN],
+    (2, "codex"): {"events": 1, "jobs_started": 1, "queue_waits": 1, "queue_wait_values": [MIN],
                    "jobs_cancelled": 1, "starting_ms": 5 * MIN, "waiting_ms": 10 * MIN,
                    "working_ms": HOUR, "asks": 1, "response_values": [10 * MIN]},
 }  # fmt: skip

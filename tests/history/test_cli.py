@@ -15,7 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.reader import AGG_SCHEMA, MARKER_SCHEMA, empty_row, load_history
+from registry.history.reader import (
+    AGG_SCHEMA,
+    LEGACY_NAMES,
+    MARKER_SCHEMA,
+    empty_row,
+    load_history,
+)
 from registry.history.schema import HistoryPaths
 from registry.history.synthetic import generate_lines
 from registry.history.watermark import build_lock
@@ -53,11 +59,11 @@ def fixed_history(tmp_path: Path) -> Path:
             "runs": 4,
             "run_ms_p50": 90_500.0,
             "run_ms_p95": 400_000.0,
-            "waits": 5,
-            "wait_ms_p50": 1_200.0,
-            "wait_ms_p95": 4_000.0,
+            "queue_waits": 5,
+            "queue_wait_ms_p50": 1_200.0,
+            "queue_wait_ms_p95": 4_000.0,
             "run_values": [60_000, 90_000, 91_000, 400_000],
-            "wait_values": [500, 1_000, 1_200, 3_000, 4_000],
+            "queue_wait_values": [500, 1_000, 1_200, 3_000, 4_000],
             "working_ms": 1_800_000,
             "waiting_ms": 600_000,
             "asks": 2,
@@ -84,7 +90,26 @@ def test_show_json_prints_the_aggregates(fixed_history: Path) -> None:
     [row] = shown["rows"]
     assert row["hour"] == "2026-01-01T09:00:00Z" and row["agent"] == "claude"
     assert (row["jobs_completed"], row["jobs_errored"], row["error_rate"]) == (3, 1, 0.25)
-    assert (row["run_ms_p50"], row["wait_ms_p95"]) == (90_500.0, 4_000.0)
+    assert (row["run_ms_p50"], row["queue_wait_ms_p95"]) == (90_500.0, 4_000.0)
+    # The wait for an agent says so; a person's answer latency has its own names.
+    assert {"queue_waits", "queue_wait_ms_p50", "queue_wait_values"} <= row.keys()
+    assert not {"waits", "wait_ms_p50", "wait_ms_p95", "wait_values"} & row.keys()
+    assert row["response_ms_p50"] is None and row["response_values"] == [20_000, 580_000]
+
+
+def test_show_json_reads_aggregates_written_before_the_queue_wait_rename(
+    fixed_history: Path,
+) -> None:
+    """A history built before the queue wait got its name (``wait_ms_p50`` ...) still
+    shows, under the new names, until the next build rewrites it."""
+    path = fixed_history / "history" / "agg_hourly.parquet"
+    table = pq.read_table(path)
+    old = {new: old for old, new in LEGACY_NAMES.items()}
+    pq.write_table(table.rename_columns([old.get(n, n) for n in table.column_names]), path)
+    proc = orchestrate(fixed_history, "history", "show", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(proc.stdout)["rows"]
+    assert (row["queue_waits"], row["queue_wait_ms_p95"]) == (5, 4_000.0)
 
 
 def test_show_prints_a_table(fixed_history: Path) -> None:
@@ -126,9 +151,9 @@ def month_history(tmp_path: Path) -> Path:
                 runs=2 + errored,
                 run_ms_p50=60_000.0,
                 run_ms_p95=90_000.0,
-                waits=3,
-                wait_ms_p50=1_000.0,
-                wait_ms_p95=2_000.0,
+                queue_waits=3,
+                queue_wait_ms_p50=1_000.0,
+                queue_wait_ms_p95=2_000.0,
             )
         )
     pq.write_table(pa.Table.from_pylist(rows, schema=AGG_SCHEMA), history / "agg_hourly.parquet")

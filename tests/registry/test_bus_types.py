@@ -11,11 +11,11 @@ from bus.messages import Outgoing
 from registry.bus_types import check_sendable, is_reserved_type, send
 from registry.errors import EventRejected, ReservedMessage
 from registry.events import build_event
+from registry.job_outcome import JobWaiter, wait_on_bus
 from registry.jobs import Registry
 from registry.queue import nudge
 from registry.sessions import SessionStore
 from registry.signing import sign
-from registry.waiter import JobWaiter, wait_on_bus
 
 
 def test_every_type_the_registry_writes_is_reserved(tmp_path: Path) -> None:

@@ -72,9 +72,9 @@ def aggregate_rows(days: int = 2, agents: int = 3, seed: int = 7) -> list[dict[s
                     runs=len(runs),
                     run_ms_p50=_percentile(runs, 0.5) if runs else None,
                     run_ms_p95=_percentile(runs, 0.95) if runs else None,
-                    waits=len(waits),
-                    wait_ms_p50=_percentile(waits, 0.5),
-                    wait_ms_p95=_percentile(waits, 0.95),
+                    queue_waits=len(waits),
+                    queue_wait_ms_p50=_percentile(waits, 0.5),
+                    queue_wait_ms_p95=_percentile(waits, 0.95),
                     working_ms=working,
                     waiting_ms=waiting,
                     idle_ms=max(0, 60 * MINUTE - working - waiting) // 2,
@@ -84,7 +84,7 @@ def aggregate_rows(days: int = 2, agents: int = 3, seed: int = 7) -> list[dict[s
                     response_ms_p50=_percentile(asks, 0.5) if asks else None,
                     response_ms_p95=_percentile(asks, 0.95) if asks else None,
                     run_values=sorted(runs),
-                    wait_values=sorted(waits),
+                    queue_wait_values=sorted(waits),
                     response_values=sorted(asks),
                 )
             )

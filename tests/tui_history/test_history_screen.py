@@ -20,6 +20,7 @@ from textual.widgets import LoadingIndicator, Log, Static
 from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
+import app.tui.screens.history_read as read_module
 import app.tui.widgets.history_charts as charts_module
 from app.tui.screens.history import HistoryScreen
 from app.tui.screens.history_layout import chart_sizes
@@ -306,7 +307,7 @@ async def test_h_opens_the_screen_drawn(
     frame: no loading indicator in between, one read; `h` again while it reads does
     not open a second screen."""
     write_history(state_dir)
-    reads = spy_on(monkeypatch, history_module, "read_history")
+    reads = spy_on(monkeypatch, read_module, "read_history")
     open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
     monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
     shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
@@ -332,7 +333,7 @@ async def test_a_slow_read_opens_the_screen_loading(
     charts appear when the read lands (no second read)."""
     write_history(state_dir)
     gate = threading.Event()
-    reads = spy_on(monkeypatch, history_module, "read_history", gate)
+    reads = spy_on(monkeypatch, read_module, "read_history", gate)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
@@ -363,7 +364,7 @@ async def test_h_opens_from_the_history_read_ahead(
     """The control room reads the history once it has settled; `h` then shows it
     at once, drawn, with no read of its own."""
     write_history(state_dir)
-    reads = spy_on(monkeypatch, history_module, "read_history")
+    reads = spy_on(monkeypatch, read_module, "read_history")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
@@ -403,7 +404,7 @@ async def test_the_read_ahead_follows_a_build_and_a_resize(
     read again; a build from the CLI is, and so is a resize (charts drawn at the new
     size). `h` then shows the newest history without a read or a draw of its own."""
     write_history(state_dir)
-    reads = spy_on(monkeypatch, history_module, "read_history")
+    reads = spy_on(monkeypatch, read_module, "read_history")
     live_draws = spy_on(monkeypatch, charts_module, "render_plot")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05, history_recheck_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
@@ -453,7 +454,7 @@ async def test_a_build_after_the_read_ahead_is_read_again(
 ) -> None:
     """Files replaced since the read-ahead (a build from the CLI): `h` reads them."""
     write_history(state_dir)
-    reads = spy_on(monkeypatch, history_module, "read_history")
+    reads = spy_on(monkeypatch, read_module, "read_history")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
@@ -481,7 +482,7 @@ async def test_coming_back_to_an_unchanged_history_reads_nothing(
     """esc, then `h` again with no build since: the charts are back at once, with no
     read, no loading indicator and no redraw."""
     write_history(state_dir)
-    reads = spy_on(monkeypatch, history_module, "read_history")
+    reads = spy_on(monkeypatch, read_module, "read_history")
     shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

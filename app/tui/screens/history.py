@@ -5,7 +5,6 @@ CSV, and a rebuild runs the build as a process."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,8 +13,6 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -24,8 +21,16 @@ from textual.worker import Worker
 from app.settings import find_state_dir
 from app.tui.commands import BACK
 from app.tui.safe_text import as_text
+from app.tui.screens import history_read
 from app.tui.screens.history_commands import HistoryCommands
 from app.tui.screens.history_layout import chart_data, chart_sizes
+from app.tui.screens.history_read import (
+    Ahead,
+    HistoryLoaded,
+    HistoryLoadFailed,
+    Prices,
+    read_reporting_errors,
+)
 from app.tui.screens.history_text import title_text, totals_content, when
 from app.tui.widgets.agents_table import AgentsTable
 from app.tui.widgets.build_panel import BuildPanel, BuildSteps, default_build_steps
@@ -41,8 +46,7 @@ from app.tui.widgets.history_charts import (
 from app.tui.widgets.plotext_visual import auto_plotext_theme
 from app.tui.widgets.range_picker import RangePicker
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
-from registry.history.prices import BadPrices, PriceTable, load_prices
-from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
+from registry.history.reader import FileVersions, HistorySnapshot, history_version
 from registry.history.summary import (
     RANGES,
     RangeSummary,
@@ -50,7 +54,6 @@ from registry.history.summary import (
     write_csv,
 )
 
-Prices = tuple[PriceTable | None, str | None]  # the table, or why prices.toml is unusable
 SCREEN_NAME = "history"
 OPEN_WAIT_S = 0.1  # open() waits this long for the first read before showing "loading"
 
@@ -101,31 +104,6 @@ class HistoryScreen(Screen[None]):
     latency: reactive[ChartData | None] = reactive(None, init=False)
     cost: reactive[ChartData | None] = reactive(None, init=False)
 
-    class Loaded(Message):
-        """The load worker read the aggregates and computed the charts."""
-
-        def __init__(
-            self,
-            snapshot: HistorySnapshot,
-            charts: HistoryCharts | None,
-            version: FileVersions = (),
-            prices: Prices = (None, None),
-        ) -> None:
-            super().__init__()
-            self.snapshot = snapshot
-            self.charts = charts
-            self.version = version  # of the files read (history_version)
-            self.prices = prices  # the price table read, or why it could not be
-            self.drawings: Drawings = {}  # charts drawn ahead (read_ahead), if any
-
-    class LoadFailed(Message):
-        """Not built yet, or damaged: a notice instead of charts."""
-
-        def __init__(self, error: Exception, version: FileVersions = ()) -> None:
-            super().__init__()
-            self.error = error
-            self.version = version  # of the files that failed (history_version)
-
     def __init__(self, state_dir: Path | None = None) -> None:
         super().__init__()
         self._state_dir = state_dir
@@ -134,7 +112,7 @@ class HistoryScreen(Screen[None]):
         self.damaged = False  # the last load found damaged files: rebuild with --full
         self._opening = False  # open() is reading the history before the first push
         self._shown = False  # resumed once: later resumes are coming back to it
-        self._first_outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed | None = None
+        self._first_outcome: HistoryLoaded | HistoryLoadFailed | None = None
         self._shown_version: FileVersions = ()  # the files what is on screen came from
         self._ahead: Ahead | None = None  # what read_ahead read and drew
         self._reading_ahead = False  # a read_ahead thread is running
@@ -209,7 +187,7 @@ class HistoryScreen(Screen[None]):
             ):
                 outcome = ahead.outcome  # read ahead, and no build since: no read at all
             else:
-                outcome = _read_reporting_errors(state_dir, agent, hours)
+                outcome = read_reporting_errors(state_dir, agent, hours)
             app.call_from_thread(self._opened, app, outcome)
 
         app.run_worker(read, thread=True, exit_on_error=False, group="history-open")
@@ -238,8 +216,8 @@ class HistoryScreen(Screen[None]):
                     and held.outcome.version == history_version(state_dir)
                 ):
                     return  # what is held is still what `h` would show
-                outcome = _read_reporting_errors(state_dir, None, hours)
-                if isinstance(outcome, HistoryScreen.Loaded) and outcome.charts is not None:
+                outcome = read_reporting_errors(state_dir, None, hours)
+                if isinstance(outcome, HistoryLoaded) and outcome.charts is not None:
                     for chart_id, data in chart_data(outcome.charts).items():
                         drawing = draw_chart(data, sizes[chart_id], plotext_theme)
                         outcome.drawings[(sizes[chart_id], data, app_theme)] = drawing
@@ -251,7 +229,7 @@ class HistoryScreen(Screen[None]):
         self._reading_ahead = True  # one at a time, however often the app asks
         app.run_worker(read, thread=True, exit_on_error=False, group="history-ahead")
 
-    def _opened(self, app: App[Any], outcome: Loaded | LoadFailed | None) -> None:
+    def _opened(self, app: App[Any], outcome: HistoryLoaded | HistoryLoadFailed | None) -> None:
         """The first read is in (``outcome``), or OPEN_WAIT_S passed (None)."""
         if outcome is not None and self._opening:
             self._opening = False
@@ -266,9 +244,9 @@ class HistoryScreen(Screen[None]):
         if outcome is None and self._opening:  # opened before its read came back
             self._opening = False
             self._show_loading()
-        elif isinstance(outcome, self.Loaded):
+        elif isinstance(outcome, HistoryLoaded):
             self._loaded(outcome)
-        elif isinstance(outcome, self.LoadFailed):
+        elif isinstance(outcome, HistoryLoadFailed):
             self._load_failed(outcome)
         else:
             self.load()
@@ -293,7 +271,7 @@ class HistoryScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
     def _load(self, state_dir: Path, agent: str | None, hours: int) -> None:
-        self.post_message(read_history(state_dir, agent, hours))
+        self.post_message(history_read.read_history(state_dir, agent, hours))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-load")
     def _reload_if_rebuilt(
@@ -304,10 +282,10 @@ class HistoryScreen(Screen[None]):
         indicator for a read of a few ms; coming back to an unchanged history costs
         five stats)."""
         if history_version(state_dir) != shown:
-            self.post_message(read_history(state_dir, agent, hours))
+            self.post_message(history_read.read_history(state_dir, agent, hours))
 
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
+    @on(HistoryLoaded)
+    def _loaded(self, message: HistoryLoaded) -> None:
         self._finish_load()  # first: the charts lay out once, without the overlay
         self._shown_version = message.version
         self.damaged = False
@@ -319,8 +297,8 @@ class HistoryScreen(Screen[None]):
             self.agent = None  # the agent left the history (a --full rebuild)
         self.charts = message.charts
 
-    @on(LoadFailed)
-    def _load_failed(self, message: LoadFailed) -> None:
+    @on(HistoryLoadFailed)
+    def _load_failed(self, message: HistoryLoadFailed) -> None:
         error = message.error
         self._shown_version = message.version
         self.snapshot = None
@@ -485,44 +463,4 @@ class HistoryScreen(Screen[None]):
         """A load worker that raised something unexpected: say so, keep going (the
         app's handler shows the error itself)."""
         if event.worker.error is not None and event.worker.group == "history-load":
-            self.post_message(self.LoadFailed(CorruptHistory(str(event.worker.error))))
-
-
-@dataclass(frozen=True)
-class Ahead:
-    """What ``read_ahead`` read (its files' version in it) and drew, and for what."""
-
-    drawn_for: tuple[Size, str]  # the app's size and theme it drew the charts for
-    view: tuple[str | None, int]  # the agent and range it computed the charts for
-    outcome: HistoryScreen.Loaded | HistoryScreen.LoadFailed
-
-
-def read_history(
-    state_dir: Path, agent: str | None, hours: int = DEFAULT_RANGE_HOURS
-) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
-    """The aggregates, the price table and the charts of ``agent`` (None: all) over the
-    newest ``hours``, or why there are none, with the version of the files read.
-    Reads files: call it off the event loop."""
-    version = history_version(state_dir)  # before the read: a build during it shows
-    try:
-        snapshot = load_history(state_dir)
-    except (HistoryNotBuilt, CorruptHistory, OSError) as error:
-        return HistoryScreen.LoadFailed(error, version)
-    prices: Prices
-    try:
-        prices = (load_prices(state_dir), None)
-    except (BadPrices, OSError) as error:  # the rest of the history is still worth showing
-        prices = (None, str(error))
-    charts = build_charts(snapshot, agent, hours, *prices)
-    return HistoryScreen.Loaded(snapshot, charts, version, prices)
-
-
-def _read_reporting_errors(
-    state_dir: Path, agent: str | None, hours: int
-) -> HistoryScreen.Loaded | HistoryScreen.LoadFailed:
-    """``read_history`` for a bare thread: anything unexpected is shown on the screen
-    (as a load worker's error is), not lost with the thread."""
-    try:
-        return read_history(state_dir, agent, hours)
-    except Exception as error:
-        return HistoryScreen.LoadFailed(CorruptHistory(str(error)))
+            self.post_message(HistoryLoadFailed(CorruptHistory(str(event.worker.error))))

@@ -12,6 +12,7 @@ from app.tui.safe_text import as_text
 from app.tui.widgets.history_charts import HistoryCharts
 from registry.history.reader import HistorySnapshot
 from registry.history.summary import cost_text, duration, tokens_text
+from registry.vocabulary import Activity
 from registry.wording import counted
 
 
@@ -51,7 +52,7 @@ def totals_content(snapshot: HistorySnapshot | None, charts: HistoryCharts | Non
     total = charts.summary.total
     rate = total.error_rate
     parts: list[str | Content] = [
-        f"waited for you {duration(total.activity_ms['waiting'])}",
+        f"waited for you {duration(total.activity_ms[Activity.WAITING])}",
         f"{total.completed} done",
         counted(total.errored, "error") + (f" ({100 * rate:.0f} %)" if rate is not None else ""),
     ]

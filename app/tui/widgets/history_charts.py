@@ -20,6 +20,7 @@ from registry.history.prices import PriceTable, price_usage
 from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
 from registry.history.schema import exact_percentile
 from registry.history.summary import RangeSummary, summarize
+from registry.vocabulary import Activity
 
 HOUR = timedelta(hours=1)
 MARKER_COLOR = "red"  # plotext colour names, not CSS: the restart lines stand out on any theme
@@ -81,18 +82,35 @@ def _hour_index(first: datetime, hour: datetime) -> float:
     return (hour - first) / HOUR
 
 
-def _duration_unit(values: list[float]) -> tuple[float, str]:
-    """Seconds, minutes or hours: whichever keeps the axis numbers readable."""
-    top = max(values, default=0.0)
-    if top >= 3 * 3600_000:
-        return 3600_000.0, "h"
-    if top >= 180_000:
-        return 60_000.0, "min"
-    return 1000.0, "s"
+DURATION_UNITS = (("d", 86_400_000.0), ("h", 3_600_000.0), ("min", 60_000.0), ("s", 1000.0))
+"""Units a chart's durations are drawn in, largest first, each with its milliseconds."""
+UNIT_WORDS = {"d": "days", "h": "hours", "min": "minutes", "s": "seconds"}
 
 
-STATE_PARTS = (("working", ("working",)), ("waiting", ("waiting",)), ("idle", ("idle",)),
-               ("other", ("starting", "stalled", "exited", "interrupted")))  # fmt: skip
+def duration_unit(top_ms: float, *, largest: str = "d") -> tuple[float, str]:
+    """The largest unit (no larger than ``largest``) that ``top_ms`` holds three of, as
+    (its milliseconds, its name): the axis then reads 0 … 3 or more of it, never
+    0.0026 h nor 200,000 s. Seconds when nothing larger fits.
+
+    >>> duration_unit(3_600_000), duration_unit(24 * 3_600_000), duration_unit(30 * 86_400_000)
+    ((60000.0, 'min'), (3600000.0, 'h'), (86400000.0, 'd'))
+    >>> duration_unit(9 * 86_400_000, largest="h"), duration_unit(2_000)
+    ((3600000.0, 'h'), (1000.0, 's'))
+    """
+    names = [name for name, _ in DURATION_UNITS]
+    for name, ms in DURATION_UNITS[names.index(largest) :]:
+        if top_ms >= 3 * ms:
+            return ms, name
+    return DURATION_UNITS[-1][1], DURATION_UNITS[-1][0]
+
+
+STATE_PARTS: tuple[tuple[str, tuple[Activity, ...]], ...] = (
+    ("working", (Activity.WORKING,)),
+    ("waiting", (Activity.WAITING,)),
+    ("idle", (Activity.IDLE,)),
+    ("other", (Activity.STARTING, Activity.STALLED, Activity.EXITED, Activity.INTERRUPTED)),
+)
+"""The stacked bars' parts (their labels) and the activities each one sums."""
 
 
 def build_charts(
@@ -144,7 +162,7 @@ def build_charts(
         if values:
             p50.append((index * bucket, exact_percentile(values, 0.5) or 0.0))
             p95.append((index * bucket, exact_percentile(values, 0.95) or 0.0))
-    scale, unit = _duration_unit([y for _, y in p95 + p50])
+    scale, unit = duration_unit(max((y for _, y in p95 + p50), default=0.0), largest="h")
     latency = tuple(
         Series(label, tuple(x for x, _ in points), tuple(y / scale for _, y in points))
         for label, points in (("p50", p50), ("p95", p95))
@@ -159,16 +177,20 @@ def build_charts(
     cost_series = (Series("≈ $", starts, tuple(dollars)),) if usage else ()
 
     agents = summary.agents
+    # The unit follows the range (a one-hour history in minutes, a month in days), so
+    # one agent's share reads against the whole it is part of.
+    state_scale, state_unit = duration_unit(span * 3_600_000)
     states = tuple(
         Series(label, tuple(range(len(agents))),
-               tuple(sum(a.activity_ms[n] for n in names) / 3600_000 for a in agents))
+               tuple(sum(a.activity_ms[n] for n in names) / state_scale for a in agents))
         for label, names in STATE_PARTS
     )  # fmt: skip
     whose = agent or "all agents"
     per = "hour" if bucket == 1 else f"{bucket} h"
     return HistoryCharts(
         states=ChartData(
-            f"Time in each activity, hours ({whose})", "h", first, span, states, (),
+            f"Time in each activity, {UNIT_WORDS[state_unit]} ({whose})", state_unit, first,
+            span, states, (),
             kind="stacked", categories=tuple(a.agent for a in agents),
             empty_text="no agent ran in this range",
         ),

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from registry.events import build_event
+from registry.job_outcome import JobWaiter, wait_on_bus
 from registry.jobs import Registry
-from registry.waiter import JobWaiter, wait_on_bus
 
 JOB = "abcd1234"
 

@@ -1,5 +1,9 @@
-"""Waiting for jobs to end: the terminal-event state machine of seed 000's
+"""How a waited-on job ended: the terminal-event state machine of seed 000's
 job_subscriber, shared by `orchestrate subscribe` (MQTT) and `submit` (any transport).
+
+Named for what it decides (each job's :class:`Outcome`), unlike its neighbours:
+``app/orchestration/waiting.py`` drives a wait from the CLI, and
+``registry/waiting_count.py`` counts jobs waiting for a person.
 
 The waiter is fed events from whatever carries them and decides; it does no I/O.
 It acts on each job's first terminal event once and ignores anything after it
@@ -20,7 +24,9 @@ from registry.bus_types import JOB_EVENT
 from registry.errors import RegistryError
 from registry.event_trust import WatchedJob, verify_bus_message, watched_on_bus
 from registry.events import Event
-from registry.jobstore import FINAL_STATUSES, JobStore
+from registry.jobs import Registry
+from registry.jobstore import JobStore
+from registry.vocabulary import FINAL_JOB_STATUSES, EventType
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +94,7 @@ class JobWaiter:
             return "late"
         self.last_activity = self.clock()
         if event.is_terminal:
-            status: OutcomeStatus = "completed" if event.event == "completed" else "error"
+            status: OutcomeStatus = "completed" if event.event == EventType.COMPLETED else "error"
             self.outcomes[event.job_id] = Outcome(event.job_id, status, event, event.detail)
             return "terminal"
         return "new"
@@ -130,7 +136,7 @@ class RegistryWatchingWaiter(JobWaiter):
 
     def __init__(
         self,
-        registry: JobStore,
+        registry: Registry | JobStore,
         job_ids: Iterable[str],
         *,
         local_ids: Iterable[str],
@@ -166,7 +172,7 @@ class RegistryWatchingWaiter(JobWaiter):
         its grace for a terminal event has passed."""
         for job_id in sorted(self.local_ids - self.outcomes.keys()):
             job = self.registry.get(job_id)
-            if job.status not in FINAL_STATUSES:
+            if job.status not in FINAL_JOB_STATUSES:
                 self._ended_since.pop(job_id, None)
                 continue
             if now - self._ended_since.setdefault(job_id, now) < self.grace_sec:
