@@ -1,5 +1,5 @@
 """`submit`'s wait for its job: the seed subscriber's exit codes, plus a look at the
-agent's pane (``registry/waiter.py`` is the bus-only waiter this extends).
+agent's pane (``registry/job_outcome.py`` is the bus-only waiter this extends).
 
 Events alone cannot tell a slow agent from a dead one: an agent whose command
 was not found never publishes anything. So while waiting, the job's pane is
@@ -47,7 +47,7 @@ class PaneWatchingWaiter(RegistryWatchingWaiter):
         """The pane first (its death is the reason), then the registry's record."""
         reason = self.orchestrator.check_job_pane(self.job_id)
         if reason is not None:
-            # "error" is registry/waiter.py's OutcomeStatus, a Literal mypy checks
+            # "error" is registry/job_outcome.py's OutcomeStatus, a Literal mypy checks
             self.outcomes[self.job_id] = Outcome(self.job_id, "error", None, reason)
             return
         super().check_registry(now)
