@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from app.agents import adapter_for
-from app.agents.base import Answer
 from app.agents.env import pane_environment
 from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
-from app.orchestration import answering, launches, supervisor
+from app.approvals.answer import Answered, answer_question
+from app.orchestration import launches, supervisor
 from app.orchestration.errors import AgentNotStarted, UnknownAgent
 from app.orchestration.reconcile import Reconciler, ReconcileReport
 from app.review.worktree import WorktreePlan, prepare_worktree
@@ -35,6 +35,7 @@ from registry import states
 from registry.errors import IllegalTransition, RegistryError, SessionNotFound
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.sessions import Session, SessionStore
+from registry.vocabulary import Answer
 
 log = logging.getLogger(__name__)
 
@@ -366,9 +367,16 @@ class Orchestrator:
 
     # -- answering ------------------------------------------------------------------
 
-    def answer(self, job_id: str, reply: Answer, *, by: str = "cli") -> answering.Answered:
-        """Answer the question the job's agent waits on (see app/orchestration/answering.py)."""
-        return answering.answer(self, job_id, reply, by=by)
+    def launch_record(self, job_id: str) -> launches.LaunchRecord | None:
+        """How the job's agent was started (None: never in a pane): whether its
+        questions wait for a decision (app/approvals/question.py)."""
+        return launches.LaunchRecord.load(self.job_dir(job_id))
+
+    def answer(
+        self, job_id: str, reply: Answer, *, by: str = "cli", until_recorded: bool = False
+    ) -> Answered:
+        """Answer the question the job's agent waits on: the one path, app/approvals/."""
+        return answer_question(self, job_id, reply, by=by, until_recorded=until_recorded)
 
     # -- talking to an agent ------------------------------------------------------
 

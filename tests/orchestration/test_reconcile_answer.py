@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import NotWaitingForPermission, Orchestrator, answering
+from app.approvals.answer import answer_question
+from app.orchestration import NotWaitingForPermission, Orchestrator
 from bus import heartbeats
 from registry.errors import JobNotFound
+from registry.vocabulary import Answer
 from tests.orchestration.conftest import demo_cmd
 
 
@@ -106,7 +108,7 @@ def test_answer_is_refused_unless_the_job_waits_for_permission(
     # an event that claims a question, but nothing on screen asks it
     orch.registry.publish(job.job_id, "permission_required", "fake")
     with pytest.raises(NotWaitingForPermission, match="shows no question"):
-        answering.answer(orch, job.job_id, "yes", grace_sec=0.2)
+        answer_question(orch, job.job_id, Answer.YES, grace_sec=0.2)
     missing = cli("answer", "--job", "deadbeef", "no")
     assert (missing.returncode, missing.stderr) == (1, "orchestrate: no job 'deadbeef'\n")
     assert cli("answer", "--job", job.job_id, "maybe").returncode == 2

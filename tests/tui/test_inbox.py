@@ -31,10 +31,11 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.talk import TalkScreen
-from app.tui.source import AnswerOutcome, AnswerReply
+from app.tui.source import AnswerOutcome
 from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PaneTail
+from registry.vocabulary import Answer
 
 AppFactory = Callable[[], ControlRoomApp]
 WAITING = "7b0e99a1"  # codex, waiting at startup (the demo data)
@@ -176,7 +177,7 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
     """The source answered but the registry never showed the agent moving on: the
     inbox and the panel say "not confirmed", never "confirmed", until it stops waiting."""
 
-    def unconfirmed(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def unconfirmed(job_id: str, reply: Answer) -> AnswerOutcome:
         fake.calls.append(("answer", job_id, reply))
         return AnswerOutcome(False, "waiting")
 
@@ -196,7 +197,7 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
 
 
 async def test_a_refused_answer_is_said(make_app: AppFactory, fake: FakeSource) -> None:
-    def refuse(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def refuse(job_id: str, reply: Answer) -> AnswerOutcome:
         from registry.errors import RegistryError
 
         raise RegistryError(f"job {job_id}: its pane shows no question; not typing into it")

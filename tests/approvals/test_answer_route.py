@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from app.orchestration.answering import awaits_decision
+from app.approvals.question import awaits_decision
 from app.orchestration.launches import LaunchRecord
 from registry.activity import Observation
 from registry.jobs import Registry
