@@ -14,12 +14,9 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bus.messages import Bus, Message, Outgoing
 from registry.vocabulary import Answer, MessageType
-
-if TYPE_CHECKING:
-    from bus.messages import Bus, Message
 
 PAGE = 1000
 """Messages read per bus query while catching up with a job's decisions."""
@@ -50,8 +47,6 @@ class Decision:
 
 def post_decision(bus: Bus, job_id: str, answer: Answer, *, by: str, reason: str = "") -> int:
     """Post ``answer`` as the decision on ``job_id``'s question; its bus seq."""
-    from bus.messages import Outgoing
-
     payload = {"job_id": job_id, "answer": str(answer), "by": by}
     if reason:
         payload["reason"] = reason

@@ -2,9 +2,9 @@
 which way an answer reaches it. Worked out once per answer, here.
 
 An agent takes the answers its adapter has keys for (``Keys`` in
-``app/agents/<kind>.py``: Aider has no "always"); a structured decision (Claude's
-permission hook, Codex's app-server request under ``--approvals control-room``)
-takes any of the three, since no key is typed.
+``app/agents/<kind>.py``: the demo agent has no "always"); a structured decision
+(Claude's permission hook, Codex's app-server request under ``--approvals
+control-room``) takes any of the three, since no key is typed.
 """
 
 from __future__ import annotations
