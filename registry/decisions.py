@@ -93,19 +93,24 @@ class DecisionReader:
         self.newest: Decision | None = None
 
     def latest(self) -> Decision | None:
-        """The newest decision for the job posted after the starting seq, if any."""
-        while True:
-            messages = self.bus.read_after(self.cursor, limit=PAGE, task=self.job_id)
+        """The newest decision for the job posted after the starting seq, if any.
+
+        The look ends at the bus's newest seq, read first, and the next one starts
+        there: messages about other jobs are passed over once, not on every look."""
+        upto = self.bus.latest_seq()
+        while self.cursor < upto:
+            messages = self.bus.read_after(self.cursor, limit=PAGE, task=self.job_id, upto_seq=upto)
             for message in messages:
                 if (
                     message.type == MessageType.JOB_DECISION
                     and message.correlation_id == self.job_id
                 ):
                     self.newest = decision_of(message)
-            if messages:
-                self.cursor = messages[-1].seq
             if len(messages) < PAGE:
-                return self.newest
+                self.cursor = upto
+            else:
+                self.cursor = messages[-1].seq
+        return self.newest
 
 
 def latest_decision(bus: Bus, job_id: str, after_seq: int) -> Decision | None:

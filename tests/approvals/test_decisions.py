@@ -83,6 +83,9 @@ def test_a_reader_reads_only_what_came_since_across_pages(
     assert found is not None and found.answer == Answer.NO
     assert reader.cursor == registry.bus.latest_seq()
     assert reader.latest() == found  # kept: nothing newer came
+    # another job's messages are passed over once, not on every look
+    registry.bus.publish(Outgoing(type="job.event", from_agent="x", correlation_id="j2"))
+    assert reader.latest() == found and reader.cursor == registry.bus.latest_seq()
 
 
 def test_a_waiting_hook_gets_the_decision_or_nothing_by_its_deadline(registry: Registry) -> None:
