@@ -2,7 +2,7 @@
 job_subscriber, shared by `orchestrate subscribe` (MQTT) and `submit` (any transport).
 
 Named for what it decides (each job's :class:`Outcome`), unlike its neighbours:
-``app/orchestration/waiting.py`` drives a wait from the CLI, and
+``app/control/submit_wait.py`` drives a wait from the CLI, and
 ``registry/waiting_count.py`` counts jobs waiting for a person.
 
 The waiter is fed events from whatever carries them and decides; it does no I/O.

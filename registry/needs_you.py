@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from registry.activity import observation_of
 from registry.records import Job, iso_ms_from_ms, job_from_row
+from registry.vocabulary import JobStatus, MessageType
 from registry.waiting_count import WAITING_WHERE
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ if TYPE_CHECKING:
 SignalEvent = Literal["needs_you", "finished", "error", "cancelled"]
 SIGNAL_EVENTS: Final[tuple[SignalEvent, ...]] = ("needs_you", "finished", "error", "cancelled")
 ENDED: Final[Mapping[str, SignalEvent]] = {
-    "completed": "finished",
-    "error": "error",
-    "cancelled": "cancelled",
+    JobStatus.COMPLETED: "finished",
+    JobStatus.ERROR: "error",
+    JobStatus.CANCELLED: "cancelled",
 }
 TITLE: Final = "orchestrate"
 
@@ -129,6 +130,20 @@ def prime(jobs: Iterable[Watched]) -> dict[str, str]:
     return {job.job_id: job.mark for job in jobs}
 
 
+def opening(jobs: Iterable[Watched]) -> tuple[dict[str, str], list[Signal]]:
+    """What a watcher that just opened takes as known, and what it still signals: every
+    job that waits on a person now (however long it has waited), but no ending found.
+
+    A wait is news whenever it began: the first look must not decide it. Taking the
+    whole first look as known missed a question that began before the watcher
+    opened whenever it was recorded before that look (about 1 run in 3), yet rang
+    when it was recorded just after. A notify command still runs once per wait: it
+    is claimed on the bus first (`claim`), as the background supervisor does."""
+    found = list(jobs)
+    waits = [Signal("needs_you", job) for job in found if job.waiting]
+    return prime(found), waits
+
+
 def waiting_title(count: int) -> str:
     """The terminal title: "orchestrate (2 waiting)", or "orchestrate" when none wait."""
     return f"{TITLE} ({count} waiting)" if count > 0 else TITLE
@@ -144,12 +159,11 @@ def claim(bus: Bus, signal: Signal, *, by: str) -> bool:
     """Record on the bus that ``signal`` is being announced; False if someone already
     did (another control room, or the background supervisor). The bus's unique
     message id makes the claim atomic across processes."""
-    from bus.messages import Outgoing
-    from registry.bus_types import CONTROL_NOTIFIED  # here: `status --tmux` never needs the bus
+    from bus.messages import Outgoing  # here: `status --tmux` never needs the bus
 
     published = bus.publish(
         Outgoing(
-            type=CONTROL_NOTIFIED,
+            type=MessageType.CONTROL_NOTIFIED,
             from_agent=by,
             correlation_id=signal.job.job_id,
             payload={"event": signal.event, "job_id": signal.job.job_id, "mark": signal.job.mark},
@@ -217,7 +231,8 @@ def read_watched(conn: sqlite3.Connection, after_transition: int) -> tuple[int, 
     the whole history). Returns the newest transition id read, for the next pass."""
     newest = transitions_seen(conn)
     rows = conn.execute(
-        "SELECT * FROM jobs WHERE status IN ('pending', 'running') OR job_id IN "
+        f"SELECT * FROM jobs WHERE status IN ('{JobStatus.PENDING}', '{JobStatus.RUNNING}') OR "
+        "job_id IN "
         "(SELECT job_id FROM job_transitions WHERE id > ? AND id <= ?)",
         (after_transition, newest),
     ).fetchall()

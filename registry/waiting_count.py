@@ -1,16 +1,19 @@
 """How many jobs wait on a person: one SQL count and the status-line segment it
 makes. Kept apart from registry/needs_you.py (which builds on it) with no imports
-but sqlite3, because tmux runs `orchestrate status --tmux` every few seconds."""
+but sqlite3 and the vocabulary (about 1 ms), because tmux runs `orchestrate status
+--tmux` every few seconds."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Final
 
+from registry.vocabulary import Activity, EventType, JobStatus
+
 WAITING_MARK: Final = "⚠"
 WAITING_WHERE: Final = (
-    "status = 'running' AND (activity = 'waiting' OR "
-    "(activity IS NULL AND last_event = 'permission_required'))"
+    f"status = '{JobStatus.RUNNING}' AND (activity = '{Activity.WAITING}' OR "
+    f"(activity IS NULL AND last_event = '{EventType.PERMISSION_REQUIRED}'))"
 )
 """SQL for `Job.waiting`: the agent's dialog is up, or (no activity observed yet)
 its last published event asked for permission. tests/registry/test_needs_you.py

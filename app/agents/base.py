@@ -16,11 +16,10 @@ from typing import Any, Literal
 
 from app.agents.screen import ScreenRule
 from registry.activity import Observation
+from registry.vocabulary import Answer
 
 PromptDelivery = Literal["argv", "paste", "file"]
 DoneWhen = Literal["exit", "idle"]
-Answer = Literal["yes", "no", "always"]
-ANSWERS: tuple[Answer, ...] = ("yes", "no", "always")
 
 PROMPT_WORD = "{prompt}"
 """An argv word the pane runner replaces by the prompt text itself (one word, no shell)."""
@@ -43,8 +42,9 @@ class Keys:
     exit: tuple[str, ...] = ("C-c",)
 
     def answer(self, answer: Answer) -> tuple[str, ...]:
-        """The keys for an answer; empty when the agent has no such choice."""
-        return {"yes": self.yes, "no": self.no, "always": self.always}[answer]
+        """The keys for an answer; empty when the agent has no such choice (which
+        answers an agent takes is app/approvals/question.py's, from these)."""
+        return {Answer.YES: self.yes, Answer.NO: self.no, Answer.ALWAYS: self.always}[answer]
 
 
 NUMBERED_MENU = Keys(

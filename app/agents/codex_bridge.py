@@ -11,10 +11,10 @@ all in the pane's process group (so killing the pane, or tmux, ends them all):
   the job's threads. It records each ``item/commandExecution/requestApproval`` (and
   file-change approval) as the job's wait, with its command; the decision given
   with `orchestrate answer` or the control room's y/N (a ``job.decision`` on the
-  bus, as Claude's waiting hook reads them) goes back as the request's result:
-  yes → ``accept``, always → ``acceptForSession``, no → ``decline``. The TUI's
-  dialog closes by itself, and the thread's status (``thread/status/changed``)
-  says the agent moved on.
+  bus, as Claude's waiting hook reads them: app/approvals/decision.py) goes back
+  as the request's result: yes → ``accept``, always → ``acceptForSession``, no →
+  ``decline``. The TUI's dialog closes by itself, and the thread's status
+  (``thread/status/changed``) says the agent moved on.
 
 Measured with codex 0.169.0: ``thread/started`` and ``thread/status/changed`` reach
 every client; a thread can be resumed only once its rollout is written (its first
@@ -37,14 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from app.agents.appserver import AppServerClient, AppServerUnavailable
-from app.agents.hook import BUSY_TIMEOUT_MS, latest_decision
+from app.agents.hook import BUSY_TIMEOUT_MS
 from registry.activity import Observation
+from registry.decisions import DecisionReader
+from registry.vocabulary import Answer
 
 log = logging.getLogger(__name__)
 
 SOURCE = "appserver:codex"
 APPROVAL_SOURCE = f"{SOURCE}:requestApproval"
-DECISIONS = {"yes": "accept", "always": "acceptForSession", "no": "decline"}
+DECISIONS = {Answer.YES: "accept", Answer.ALWAYS: "acceptForSession", Answer.NO: "decline"}
 APPROVALS = {
     "item/commandExecution/requestApproval": "Shell",
     "item/fileChange/requestApproval": "Edit",
@@ -56,10 +58,10 @@ CLIENT_INFO = {"name": "orchestrate", "title": "orchestrate", "version": "1"}
 
 @dataclass
 class Pending:
-    """An approval request waiting for a decision posted after ``after_seq``."""
+    """An approval request waiting for a decision posted after it was recorded."""
 
     thread_id: str
-    after_seq: int
+    decisions: DecisionReader
 
 
 def approval_observation(method: str, params: Mapping[str, Any]) -> Observation:
@@ -185,16 +187,17 @@ class ApprovalBridge:
         """An approval request: the job waits, with its command, for a decision."""
         recorded = self.observe(approval_observation(method, params))
         after = recorded.bus_seq if recorded is not None else self.registry.bus.latest_seq()
-        self.pending[request_id] = Pending(str(params.get("threadId")), after)
+        reader = DecisionReader(self.registry.bus, self.job_id, after)
+        self.pending[request_id] = Pending(str(params.get("threadId")), reader)
 
     # -- what the control room decided ---------------------------------------------
 
     def decide(self, client: AppServerClient) -> None:
         for request_id, pending in list(self.pending.items()):
-            decision = latest_decision(self.registry.db.conn, self.job_id, pending.after_seq)
-            if decision is None or decision[0] not in DECISIONS:
+            decision = pending.decisions.latest()
+            if decision is None or decision.answer is None:
                 continue
-            client.respond(request_id, {"decision": DECISIONS[decision[0]]})
+            client.respond(request_id, {"decision": DECISIONS[decision.answer]})
             del self.pending[request_id]
 
     def observe(self, seen: Observation) -> Any:

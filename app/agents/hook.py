@@ -7,14 +7,14 @@ never fail or block the agent: whatever goes wrong is written to the job's
 ``hook-errors.log`` and the hook exits 0 with nothing on stdout (Claude adds a
 hook's stdout to the model's context). The one exception is a decision: under
 ``--approvals control-room`` a permission hook waits, bounded, for the answer
-given in the control room and prints it in the agent's format.
+given in the control room (the decision protocol: app/approvals/decision.py)
+and prints it in the agent's format.
 
 Started from `app.entry` before click is imported, to keep the cost low.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -25,9 +25,7 @@ from typing import Any
 
 APPROVALS_ENV = "ORCHESTRATE_APPROVALS"
 APPROVAL_WAIT_ENV = "ORCHESTRATE_APPROVAL_WAIT_SEC"
-DECISION_TYPE = "job.decision"
 BUSY_TIMEOUT_MS = 2000
-DECISION_POLL_SEC = 0.1
 MAX_PAYLOAD_BYTES = 1024 * 1024
 
 
@@ -59,6 +57,7 @@ def event_name(payload: Mapping[str, Any]) -> str:
 def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
     """Record what the payload says; the decision to print, if one was asked for."""
     from app.agents import built_in
+    from app.approvals.decision import CONTROL_ROOM_APPROVALS, wait_for_decision
     from registry.jobs import Registry
 
     adapter = built_in(kind)
@@ -79,51 +78,17 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
         recorded = None
         if reading.observation is not None:
             recorded = registry.observe(job_id, reading.observation)
-        if not reading.wants_decision or env.get(APPROVALS_ENV) != "control-room":
+        if not reading.wants_decision or env.get(APPROVALS_ENV) != CONTROL_ROOM_APPROVALS:
             return None
         # a repeated sighting records nothing: only decisions from now on are for it
         after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
         wait = float(env.get(APPROVAL_WAIT_ENV) or 120)
-        decision = wait_for_decision(registry, job_id, after, time.monotonic() + wait)
+        decision = wait_for_decision(registry.bus, job_id, after, time.monotonic() + wait)
         if decision is None:
             return None  # undecided: the agent shows its own dialog
-        allow, reason = decision
-        return adapter.decision_output(event, allow, reason)
+        return adapter.decision_output(event, decision.allow, decision.reason)
     finally:
         registry.db.close()
-
-
-def wait_for_decision(
-    registry: Any, job_id: str, after_seq: int, deadline: float
-) -> tuple[bool, str] | None:
-    """The control room's answer to this job's question, posted after ``after_seq``."""
-    while time.monotonic() < deadline:
-        answer = latest_decision(registry.db.conn, job_id, after_seq)
-        if answer is not None:  # an unreadable one ("") leaves it to the agent's dialog
-            return (answer[0] in ("yes", "always"), answer[1]) if answer[0] else None
-        time.sleep(DECISION_POLL_SEC)
-    return None
-
-
-def latest_decision(conn: Any, job_id: str, after_seq: int) -> tuple[str, str] | None:
-    """The newest decision (answer, reason) for ``job_id`` posted after ``after_seq``:
-    what a waiting hook or the Codex app-server bridge hands its agent ("" for an
-    unreadable one)."""
-    row = conn.execute(
-        "SELECT payload FROM messages WHERE type = ? AND correlation_id = ? AND seq > ? "
-        "ORDER BY seq DESC LIMIT 1",
-        (DECISION_TYPE, job_id, after_seq),
-    ).fetchone()
-    if row is None:
-        return None
-    try:
-        payload = json.loads(row[0])
-    except (TypeError, ValueError):
-        return "", "unreadable decision"
-    if not isinstance(payload, dict):
-        return "", "unreadable decision"
-    answer = payload.get("answer")
-    return (answer if isinstance(answer, str) else ""), str(payload.get("reason", ""))
 
 
 def log_failure(env: Mapping[str, str], kind: str) -> None:

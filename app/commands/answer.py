@@ -1,19 +1,22 @@
-"""`orchestrate answer --job ID yes|no|always`: answer the question a job's agent waits on."""
+"""`orchestrate answer --job ID yes|no|always`: answer the question a job's agent waits on
+(the path itself is app/approvals/)."""
 
 from __future__ import annotations
 
 import click
 
+from app.approvals.question import parse_answer
 from app.control import Orchestrator
-from app.orchestration.answering import parse_answer
 from app.settings import Settings
+from registry.vocabulary import Answer
+
+CHOICES = [*(str(answer) for answer in Answer), *(answer[0] for answer in Answer)]
+"""yes, no, always, y, n, a: click lists them in this order."""
 
 
 @click.command()
 @click.option("--job", "job_id", required=True, metavar="ID", help="The job asking permission.")
-@click.argument(
-    "reply", type=click.Choice(["yes", "no", "always", "y", "n", "a"], case_sensitive=False)
-)
+@click.argument("reply", type=click.Choice(CHOICES, case_sensitive=False))
 @click.pass_obj
 def answer(settings: Settings, job_id: str, reply: str) -> None:
     """Answer the job's agent: its hook's decision where it takes one, else its own keys,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.approvals.errors import NotWaitingForPermission as NotWaitingForPermission
 from registry.errors import RegistryError
 
 
@@ -11,11 +12,6 @@ class OrchestrationError(RegistryError):
 
 class UnknownAgent(OrchestrationError):
     """An agent kind with no default command, and no --agent-cmd given."""
-
-
-class NotWaitingForPermission(OrchestrationError):
-    """`answer` for a job whose last event is not permission_required, or whose pane shows no
-    y/n prompt: typing y/n anywhere else could approve something nobody asked about."""
 
 
 class AgentNotStarted(OrchestrationError):

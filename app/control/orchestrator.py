@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from app.agents.base import Answer
+from app.approvals.answer import Answered, answer_question
 from app.control.context import ControlContext
 from app.control.jobs import CANCEL_GRACE_SEC, DEFAULT_APPROVAL_WAIT_SEC, JobControl
+from app.control.launch import LaunchRecord
 from app.control.panes import PaneControl
 from app.control.sessions import SessionControl
-from app.orchestration import answering
 from app.review.worktree import WorktreePlan
 from app.settings import Settings, idle_grace_from_env
 from app.supervision.reconcile import Reconciler, ReconcileReport
@@ -24,6 +24,7 @@ from app.tmux.attach import AttachCommand
 from app.tmux.driver import TmuxDriver
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
 from registry.sessions import Session
+from registry.vocabulary import Answer
 
 __all__ = ["CANCEL_GRACE_SEC", "DEFAULT_APPROVAL_WAIT_SEC", "Orchestrator"]
 
@@ -181,9 +182,16 @@ class Orchestrator:
 
     # -- answering ------------------------------------------------------------------
 
-    def answer(self, job_id: str, reply: Answer, *, by: str = "cli") -> answering.Answered:
-        """Answer the question the job's agent waits on (see app/orchestration/answering.py)."""
-        return answering.answer(self, job_id, reply, by=by)
+    def launch_record(self, job_id: str) -> LaunchRecord | None:
+        """How the job's agent was started (None: never in a pane): whether its
+        questions wait for a decision (app/approvals/question.py)."""
+        return LaunchRecord.load(self.job_dir(job_id))
+
+    def answer(
+        self, job_id: str, reply: Answer, *, by: str = "cli", until_recorded: bool = False
+    ) -> Answered:
+        """Answer the question the job's agent waits on: the one path, app/approvals/."""
+        return answer_question(self, job_id, reply, by=by, until_recorded=until_recorded)
 
     # -- sessions (sessions.py) -------------------------------------------------------
 

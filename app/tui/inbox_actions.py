@@ -1,6 +1,7 @@
 """The keys for the jobs that wait on a person: y/n/a answer, w opens the inbox,
 tab jumps to the next one. A base class of ControlRoomApp, so app.py stays about
-the app's plumbing; the choice of job is app/tui/answer_target.py's."""
+the app's plumbing. Which job is answered, and the answer's whole path, are the
+approvals room's (app/approvals/target.py, app/approvals/answer.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from textual.app import App
 from textual.message import Message
 from textual.widgets import DataTable
 
-from app.tui.answer_target import answer_target, next_waiting
+from app.approvals.target import answer_target, next_waiting
 from app.tui.screens.inbox import InboxScreen
 from app.tui.screens.main import MainScreen
-from app.tui.source import SOURCE_ERRORS, AnswerOutcome, AnswerReply, ControlRoomSource
+from app.tui.source import SOURCE_ERRORS, AnswerOutcome, ControlRoomSource
 from app.tui.widgets.jobs_table import JobsTable
+from registry.vocabulary import Answer
 from registry.wording import counted
 
 
@@ -29,7 +31,7 @@ class InboxActions(App[None]):
         """An answer's worker is done: confirmed, not confirmed, or refused (``error``)."""
 
         def __init__(
-            self, job_id: str, reply: str, outcome: AnswerOutcome | None, error: str = ""
+            self, job_id: str, reply: Answer, outcome: AnswerOutcome | None, error: str = ""
         ) -> None:
             super().__init__()
             self.job_id = job_id
@@ -43,9 +45,11 @@ class InboxActions(App[None]):
     def _waiting_ids(self) -> list[str]:
         return [job.job_id for job in self.main.waiting_rows]
 
-    def action_answer(self, reply: AnswerReply) -> None:
+    def action_answer(self, word: str) -> None:
         """Answer the selected job if it waits, else the only job that waits; never a
-        job that does not wait (app/tui/answer_target.py)."""
+        job that does not wait (app/approvals/target.py). ``word``: the binding's
+        answer ("yes", "no", "always")."""
+        reply = Answer(word)
         selected: str | None = getattr(self.screen, "selected_job_id", None)
         target = answer_target(selected, self._waiting_ids(), reply)
         if target.job_id is None:
@@ -64,7 +68,7 @@ class InboxActions(App[None]):
         self._answer(job_id, reply)
 
     @work(thread=True, exit_on_error=False, group="answer", description="Answering")
-    def _answer(self, job_id: str, reply: AnswerReply) -> None:
+    def _answer(self, job_id: str, reply: Answer) -> None:
         """`orchestrate answer`'s code, then the registry's confirmation, off the loop."""
         try:
             outcome = self.source.answer(job_id, reply)

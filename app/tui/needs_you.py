@@ -21,7 +21,7 @@ from textual.app import App
 
 from app.supervision.notify import Notifier, NotifyCommand
 from app.tui.source import JobRow
-from registry.needs_you import Signal, Watched, changes, prime, waiting_title
+from registry.needs_you import Signal, Watched, changes, opening, waiting_title
 
 BELL = "\a"
 PUSH_TITLE = "\x1b[22;0t"
@@ -106,12 +106,14 @@ class TerminalSignals:
 
     def observe(self, rows: Iterable[JobRow], removed: Iterable[str], waiting: int) -> None:
         """A delta was drawn: ``rows`` changed, ``removed`` are gone, ``waiting`` jobs
-        wait on a person now. The first delta is the state found on opening: it sets
-        the title, but rings and notifies nothing."""
+        wait on a person now. The first delta is the state found on opening: what
+        ended before is old news, but a job found waiting rings and is announced (once
+        between all watchers: the notifier claims it), whenever its wait began, so it
+        no longer depends on whether the wait was recorded before or after that
+        first look (registry/needs_you.py `opening`)."""
         seen = [watched_row(row) for row in rows]
         if self._marks is None:
-            self._marks = prime(seen)
-            signals: list[Signal] = []
+            self._marks, signals = opening(seen)
         else:
             self._marks, signals = changes(self._marks, seen)
         for job_id in removed:

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
-from app.agents import adapter_for, built_in_adapters
-from app.agents.base import ANSWERS as ANSWER_ORDER
+from app.agents import built_in_adapters
+from app.approvals.question import AgentAnswers
 from app.control import Orchestrator
 from app.control.demo_fleet import start_demo, stop_demo
-from app.control.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.review.worktree import default_worktree
@@ -37,7 +36,6 @@ from app.tmux.errors import AnswerNotReceived, TmuxError
 from app.tui.room_lock import ControlRoomLock
 from app.tui.source import (
     AnswerOutcome,
-    AnswerReply,
     BrokerState,
     Delta,
     EventRow,
@@ -62,6 +60,7 @@ from registry.jobstore import FINAL_STATUSES, moved_by_agent
 from registry.needs_you import Signal, claim, watched
 from registry.records import Job, job_from_row
 from registry.sessions import Session, SessionStore
+from registry.vocabulary import Activity, Answer
 from registry.wording import counted
 
 if TYPE_CHECKING:
@@ -76,10 +75,8 @@ RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
 MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
-ANSWERS: tuple[AnswerReply, ...] = ("yes", "no")
-MOVED_ON_SEC = 6.0
-"""After the answer went in: how long the registry has to show the agent moving on
-(the supervisor or the control room's reconcile records it within a pass or two)."""
+ANSWERS: tuple[Answer, ...] = (Answer.YES, Answer.NO)
+"""What a row that waits on nothing offers (the answers of one that waits are its agent's)."""
 
 # What a work-tree job's row says while its review waits for a person.
 REVIEW_PROGRESS = {
@@ -102,7 +99,7 @@ def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
 def job_row(
     job: Job,
     status_reason: str | None = None,
-    answers: tuple[AnswerReply, ...] = ("yes", "no"),
+    answers: tuple[Answer, ...] = ANSWERS,
     review: str | None = None,
 ) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
@@ -241,7 +238,7 @@ class RegistrySource:
         self._tmux_notice_given = False
         self._broker_state: BrokerState = "none"
         self._in_review = 0
-        self._agent_answers: dict[str, tuple[AnswerReply, ...]] = {}
+        self._agent_answers = AgentAnswers(settings.state_dir)
         self._seen_in_review: set[str] | None = None  # in review at the last reconcile
         self._interrupted = 0
         self._interrupted_told = 0  # how many interrupted jobs the last notice named
@@ -327,7 +324,7 @@ class RegistrySource:
             job_row(
                 job,
                 reasons.get(job.job_id),
-                self._answers(job) if job.waiting else ANSWERS,
+                self._agent_answers.of(job.agent) if job.waiting else ANSWERS,
                 reviewing.get(job.job_id),
             )
             for job in jobs
@@ -593,34 +590,16 @@ class RegistrySource:
     def stop_session(self, label: str, mode: StopMode) -> None:
         self.orchestrator.stop_session(label, mode)
 
-    def _answers(self, job: Job) -> tuple[AnswerReply, ...]:
-        """The answers the job's agent takes (its adapter's keys; read once per kind)."""
-        found = self._agent_answers.get(job.agent)
-        if found is None:
-            keys = adapter_for(job.agent, self.settings.state_dir).keys
-            found = tuple(reply for reply in ANSWER_ORDER if keys.answer(reply))
-            self._agent_answers[job.agent] = found
-        return found
-
-    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
-        """`orchestrate answer`'s own code, then the registry's word: confirmed once the
-        job no longer waits on that question (its activity changed, or it ended)."""
-        before = self.registry.get(job_id)
-        if not before.waiting:
-            doing = before.activity or before.last_event or before.status
-            raise NotWaitingForPermission(f"job {job_id} is not waiting for an answer ({doing})")
+    def answer(self, job_id: str, reply: Answer) -> AnswerOutcome:
+        """`orchestrate answer`'s own path (app/approvals/), confirmed only by the
+        registry's word: the job no longer waits on that question."""
         try:
-            answered = self.orchestrator.answer(job_id, reply, by="control room")
+            answered = self.orchestrator.answer(
+                job_id, reply, by="control room", until_recorded=True
+            )
         except AnswerNotReceived:
-            return AnswerOutcome(False, "waiting")
-        deadline = time.monotonic() + MOVED_ON_SEC
-        while True:
-            job = self.registry.get(job_id)
-            moved = not job.waiting or job.activity_at_ms != before.activity_at_ms
-            if moved or time.monotonic() >= deadline:
-                now = (job.activity or job.status) if job.status == "running" else job.status
-                return AnswerOutcome(moved, now, answered.how)
-            time.sleep(0.05)
+            return AnswerOutcome(False, Activity.WAITING)
+        return AnswerOutcome(answered.confirmed, answered.now, answered.how)
 
     def claim_signal(self, signal: Signal) -> bool:
         return claim(self.registry.bus, signal, by=CONTROL_AGENT)

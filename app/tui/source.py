@@ -18,6 +18,7 @@ from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
+from registry.vocabulary import Answer
 
 if TYPE_CHECKING:
     from registry.needs_you import Signal
@@ -27,7 +28,6 @@ SessionState = Literal["running", "stopped", "terminated", "archived"]
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
-AnswerReply = Literal["yes", "no", "always"]
 
 JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")
 STOP_MODES: tuple[StopMode, ...] = ("graceful", "soft", "hard")
@@ -64,7 +64,7 @@ class JobRow:
     asked: tuple[tuple[str, str], ...] = ()
     """While it waits: what it asks, as (label, text) pairs: question, tool, command,
     and which signal saw it."""
-    answers: tuple[AnswerReply, ...] = ("yes", "no")
+    answers: tuple[Answer, ...] = (Answer.YES, Answer.NO)
     """The answers its agent takes (``always`` only where the agent has one)."""
 
     @property
@@ -227,7 +227,7 @@ class ControlRoomSource(Protocol):
 
     def stop_session(self, label: str, mode: StopMode) -> None: ...
 
-    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def answer(self, job_id: str, reply: Answer) -> AnswerOutcome:
         """Answer the question the job waits on (as `orchestrate answer` does) and wait
         for the registry to show the agent moving on; refused if it does not wait."""
         ...

@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 
-from app.agents.hook import DECISION_TYPE
 from bus.messages import Outgoing
 from registry.bus_types import JOB_DECISION
 from registry.events import build_event
 from registry.jobs import Registry
 from registry.signing import sign
+from registry.vocabulary import MessageType
 from tests.mqtt_jobs.test_subscribe import events, publish, register
+
+DECISION_TYPE = MessageType.JOB_DECISION
+"""What registry/decisions.py writes and a waiting hook or the Codex bridge reads."""
 
 
 def dump(state_dir: Path) -> list[str]:

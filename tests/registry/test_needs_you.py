@@ -16,6 +16,7 @@ from registry.needs_you import (
     changes,
     claim,
     claim_id,
+    opening,
     prime,
     read_waiting,
     read_watched,
@@ -82,6 +83,16 @@ def test_priming_stays_quiet_about_what_was_found() -> None:
     marks = prime(found)
     assert changes(marks, found)[1] == []
     assert [s.event for s in changes({}, found)[1]] == ["needs_you", "finished"]
+
+
+def test_opening_signals_the_waits_found_but_no_ending() -> None:
+    """A wait found on opening is news, whenever it began (it was missed when it was
+    recorded before the first look); what ended before is not."""
+    found = [row("a", waiting=True, since=3), row("b", status="completed", since=2), row("c")]
+    marks, signals = opening(found)
+    assert marks == prime(found)
+    assert [(s.event, s.job.job_id) for s in signals] == [("needs_you", "a")]
+    assert changes(marks, found)[1] == []  # seen again: nothing more
 
 
 def test_signal_text_and_payload_say_what_happened() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from memory_source import FIXED_NOW, InMemorySource, demo_source
 
-from app.tui.source import AnswerOutcome, AnswerReply, Delta, StopMode
+from app.tui.source import AnswerOutcome, Delta, StopMode
+from registry.vocabulary import Answer
 
 
 class FakeSource(InMemorySource):
@@ -48,7 +49,7 @@ class FakeSource(InMemorySource):
         self.calls.append(("stop_session", label, mode))
         super().stop_session(label, mode)
 
-    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def answer(self, job_id: str, reply: Answer) -> AnswerOutcome:
         self.calls.append(("answer", job_id, reply))
         return super().answer(job_id, reply)
 

@@ -20,7 +20,6 @@ from app.tmux.attach import AttachCommand
 from app.tui.source import (
     JOB_STATUSES,
     AnswerOutcome,
-    AnswerReply,
     Delta,
     EventRow,
     JobDetail,
@@ -32,14 +31,15 @@ from app.tui.source import (
 )
 from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
 from registry.needs_you import Signal, claim_id
+from registry.vocabulary import Answer
 
 FIXED_NOW = datetime(2025, 1, 15, 12, 0, 0, tzinfo=UTC)
 STOP_STATES = {"graceful": "stopped", "soft": "archived", "hard": "terminated"}
 ENDED = ("completed", "error", "cancelled")
-AGENT_ANSWERS: dict[str, tuple[AnswerReply, ...]] = {
-    "claude": ("yes", "no", "always"),
-    "codex": ("yes", "no", "always"),
-    "aider": ("yes", "no", "always"),
+AGENT_ANSWERS: dict[str, tuple[Answer, ...]] = {
+    "claude": tuple(Answer),
+    "codex": tuple(Answer),
+    "aider": tuple(Answer),
 }
 """What each agent kind takes, as its adapter's keys say (the others: yes and no)."""
 
@@ -223,7 +223,7 @@ class InMemorySource:
                 tmux_alive=mode == "soft",
             )
 
-    def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def answer(self, job_id: str, reply: Answer) -> AnswerOutcome:
         with self.lock:
             if not self._job(job_id).waiting_permission:
                 raise IllegalTransition(f"job {job_id} is not waiting for permission")

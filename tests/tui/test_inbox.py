@@ -31,10 +31,11 @@ from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.talk import TalkScreen
-from app.tui.source import AnswerOutcome, AnswerReply
+from app.tui.source import AnswerOutcome
 from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PaneTail
+from registry.vocabulary import Answer
 
 AppFactory = Callable[[], ControlRoomApp]
 WAITING = "7b0e99a1"  # codex, waiting at startup (the demo data)
@@ -176,7 +177,7 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
     """The source answered but the registry never showed the agent moving on: the
     inbox and the panel say "not confirmed", never "confirmed", until it stops waiting."""
 
-    def unconfirmed(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def unconfirmed(job_id: str, reply: Answer) -> AnswerOutcome:
         fake.calls.append(("answer", job_id, reply))
         return AnswerOutcome(False, "waiting")
 
@@ -196,7 +197,7 @@ async def test_an_answer_not_confirmed_says_so_and_stays_in_the_inbox(
 
 
 async def test_a_refused_answer_is_said(make_app: AppFactory, fake: FakeSource) -> None:
-    def refuse(job_id: str, reply: AnswerReply) -> AnswerOutcome:
+    def refuse(job_id: str, reply: Answer) -> AnswerOutcome:
         from registry.errors import RegistryError
 
         raise RegistryError(f"job {job_id}: its pane shows no question; not typing into it")
@@ -312,18 +313,24 @@ def sent(app: ControlRoomApp) -> list[str]:
 
 
 async def test_a_new_wait_rings_once_and_the_title_counts(fake: FakeSource) -> None:
-    """Opening with one job waiting sets the title, no bell; a second job starting
-    to wait rings once (seen again, it does not ring again); answering both puts the
-    title back to `orchestrate`."""
+    """Opening with one job waiting sets the title and rings once for it (a wait found
+    on opening is news: it was missed 1 run in 3); a second job starting to wait rings
+    once (seen again, it does not ring again); answering both puts the title back to
+    `orchestrate`."""
     app = signal_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
-        assert sent(app) == ["push title", "title orchestrate", "title orchestrate (1 waiting)"]
+        assert sent(app) == [
+            "push title",
+            "title orchestrate",
+            "bell",
+            "title orchestrate (1 waiting)",
+        ]
         fake.emit(SECOND, "permission_required", "Bash `npm test`")
         await wait_until(pilot, lambda: "title orchestrate (2 waiting)" in sent(app))
-        assert sent(app).count("bell") == 1
+        assert sent(app).count("bell") == 2
         await seen_again(pilot, fake, SECOND)  # the same wait, in another delta: no bell
-        assert sent(app).count("bell") == 1
+        assert sent(app).count("bell") == 2
         await pilot.press("y")
         select(app, SECOND)
         await pilot.press("y")
@@ -348,9 +355,9 @@ def test_the_title_is_one_sanitised_sequence() -> None:
 
 
 async def test_the_notify_command_runs_once_per_change(fake: FakeSource, tmp_path: Path) -> None:
-    """A real script appending its stdin to a file: one line when a job starts
-    waiting (none for the one found waiting), none for the same wait seen again,
-    one when a job ends; each with its event."""
+    """A real script appending its stdin to a file: one line for the job found
+    waiting, one when a job starts waiting, none for the same wait seen again, one
+    when a job ends; each with its event."""
     script = tmp_path / "record.py"
     script.write_text(
         "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(sys.stdin.read() + '\\n')\n"
@@ -368,13 +375,14 @@ async def test_the_notify_command_runs_once_per_change(fake: FakeSource, tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot)
         fake.emit(SECOND, "permission_required", "Bash `npm test`")
-        await wait_until(pilot, lambda: events() == [("needs_you", SECOND)], "needs_you")
+        found = [("needs_you", WAITING), ("needs_you", SECOND)]
+        await wait_until(pilot, lambda: events() == found, "needs_you")
         for _ in range(3):
             await seen_again(pilot, fake, SECOND)
         fake.emit(WORKING, "completed", "all done")
         fake.emit(SECOND, "error", "tests failed")
-        await wait_until(pilot, lambda: len(events()) == 3, "the two endings")
-    assert events() == [("needs_you", SECOND), ("finished", WORKING), ("error", SECOND)]
+        await wait_until(pilot, lambda: len(events()) == 4, "the two endings")
+    assert events() == [*found, ("finished", WORKING), ("error", SECOND)]
 
 
 @pytest.mark.parametrize("when", [FIXED_NOW, FIXED_NOW - timedelta(minutes=3)])

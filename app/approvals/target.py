@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from registry.vocabulary import Answer
 from registry.wording import counted
 
 LISTED = 4  # job ids named in the "which wait" line; the rest are counted
@@ -23,14 +24,14 @@ class Target:
     refusal: str = ""
 
 
-def answer_target(selected: str | None, waiting: Sequence[str], reply: str) -> Target:
+def answer_target(selected: str | None, waiting: Sequence[str], reply: Answer) -> Target:
     """``waiting``: the ids of the jobs waiting on a person, in table order."""
     if selected is not None and selected in waiting:
         return Target(selected)
     if len(waiting) == 1:
         return Target(waiting[0])
     if not waiting:
-        hint = " (+ starts a new job)" if reply == "no" else ""
+        hint = " (+ starts a new job)" if reply == Answer.NO else ""
         return Target(None, f"No job is waiting for an answer{hint}")
     named = ", ".join(waiting[:LISTED]) + (
         f" and {len(waiting) - LISTED} more" if len(waiting) > LISTED else ""

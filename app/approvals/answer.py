@@ -1,0 +1,114 @@
+"""The answer: one path from "yes" to the agent moving on, for `orchestrate answer`,
+the control room's y/n/a and its inbox alike.
+
+1. the question (question.py): refused unless the job waits on one now, and
+   unless its agent takes this answer: checked once;
+2. the way in: a structured decision where the agent waits for one
+   (decision.py), else its own keys, typed only while its dialog shows (keys.py);
+3. the confirmation (confirm.py), once;
+4. the answer written on the job's record as an ``input`` event (who, what, how).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from app.approvals import decision, keys
+from app.approvals.confirm import CONFIRM_SEC, RECORD_SEC, confirm
+from app.approvals.question import Channel, Question
+from app.settings import Settings
+from app.tmux.driver import TmuxDriver
+from app.tmux.errors import AnswerNotReceived
+from registry.errors import RegistryError
+from registry.jobs import Registry
+from registry.vocabulary import Answer, EventType
+
+if TYPE_CHECKING:
+    from app.control.launch import LaunchRecord
+
+
+class Answering(Protocol):
+    """What answering needs of the orchestrator (a Protocol: no import of it)."""
+
+    settings: Settings
+    registry: Registry
+
+    @property
+    def driver(self) -> TmuxDriver: ...
+
+    def launch_record(self, job_id: str) -> LaunchRecord | None: ...
+
+    def pane_for_job(self, job_id: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Answered:
+    """How an answer went in, for the line the CLI prints and the control room's notice."""
+
+    job_id: str
+    answer: Answer
+    how: str
+    """"hook decision", "app-server decision" or "keys 1"."""
+    confirmed: bool = True
+    """The registry shows the agent moved on (keys: it may only have left the screen)."""
+    now: str = ""
+    """The job's state afterwards ("working", "completed", or still "waiting")."""
+
+
+def answer_question(
+    orch: Answering,
+    job_id: str,
+    reply: Answer,
+    *,
+    by: str = "cli",
+    grace_sec: float = keys.DIALOG_GRACE_SEC,
+    confirm_sec: float = CONFIRM_SEC,
+    until_recorded: bool = False,
+) -> Answered:
+    """Answer the question ``job_id`` waits on; refused unless it waits on one now.
+
+    AnswerNotReceived when the agent did not react within ``confirm_sec``. With
+    ``until_recorded`` (the control room) only the registry's word confirms, given
+    RECORD_SEC more, and an answer that went in unconfirmed comes back with
+    ``confirmed`` False instead."""
+    registry = orch.registry
+    record = orch.launch_record(job_id)
+    question = Question.of(registry.get(job_id), record, orch.settings.state_dir)
+    question.refuse(reply)
+    job = question.job
+    if question.channel is Channel.KEYS:
+        how, screen_moved_on = keys.type_answer(
+            orch, question, reply, lambda: registry.get(job_id), grace_sec
+        )
+    else:
+        decision.decide(registry.bus, job_id, reply, by=by)
+        how, screen_moved_on = question.channel.value, _never
+    timeout = confirm_sec + (RECORD_SEC if until_recorded else 0.0)
+    confirmed = confirm(
+        registry,
+        job_id,
+        job.activity_at_ms,
+        timeout=timeout,
+        screen_moved_on=screen_moved_on,
+        until_recorded=until_recorded,
+    )
+    if not confirmed.delivered:
+        raise AnswerNotReceived(
+            f"job {job_id}: the agent did not react to the answer within {timeout:.0f} s"
+        )
+    _record_input(registry, job_id, reply, by, how)
+    return Answered(job_id, reply, how, confirmed.recorded, confirmed.now)
+
+
+def _never() -> bool:
+    """A decision leaves no dialog to watch: only the registry confirms it."""
+    return False
+
+
+def _record_input(registry: Registry, job_id: str, reply: Answer, by: str, how: str) -> None:
+    """The answer, as an `input` event on the job's record (who, what, how)."""
+    data = {"kind": "answer", "answer": str(reply), "by": by, "how": how}
+    with contextlib.suppress(RegistryError):  # the job ended meanwhile: the answer went in
+        registry.publish(job_id, EventType.INPUT, f"answered {reply}", data)
