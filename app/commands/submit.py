@@ -6,11 +6,14 @@ Exit 0 completed, 1 error (the agent's, or its pane died), 2 timeout; with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
+from app.agents import adapter_for
+from app.agents.versions import launch_warning
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
@@ -90,6 +93,7 @@ def submit(
     prompt = read_prompt(prompt, prompt_file)
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     plan = worktree_request(settings, worktree, base, workdir)
+    warn_untested(settings, agent, argv)
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
     job = orchestrator.submit(
@@ -165,3 +169,12 @@ def worktree_request(
             raise click.UsageError("--base needs --worktree (or ORCHESTRATE_WORKTREE=auto)")
         return None
     return plan_worktree(directory, base)
+
+
+def warn_untested(settings: Settings, agent: str, argv: list[str] | None) -> None:
+    """One line on stderr when the agent's installed version is outside the versions its
+    adapter is tested on: the job still runs, but its dialogs may be misread."""
+    adapter = adapter_for(agent, settings.state_dir, os.environ)
+    warning = launch_warning(adapter.kind, adapter.executable, adapter.tested_versions, argv)
+    if warning:
+        click.echo(warning, err=True)
