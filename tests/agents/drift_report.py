@@ -92,7 +92,14 @@ def report(junit_xml: Path, bin_dir: Path) -> list[str]:
     lines.append(f"{PREFIX} {len(failed)} of {ran} agent tests fail at the newest versions:")
     for failure in failed:
         version = versions.get(failure.agent, "?")
-        lines.append(f"{PREFIX}   {failure.agent} ({version}): {failure.test}: {failure.message}")
+        same = (
+            " [the pinned version: not drift, a flaky test]"
+            if version == PINNED.get(failure.agent)
+            else ""
+        )
+        lines.append(
+            f"{PREFIX}   {failure.agent} ({version}){same}: {failure.test}: {failure.message}"
+        )
     return lines
 
 

@@ -43,6 +43,7 @@ def test_each_failure_names_agent_version_and_test(tmp_path: Path) -> None:
         "AssertionError: no dialog within 30 s"
     )
     assert lines[-1].endswith("test_three_agents: setup broke")
+    assert "flaky" not in "\n".join(lines)
     assert lines[-1].startswith("drift:   ? (?): ")
     assert not any(line.startswith("drift: gemini") for line in lines)  # not installed
     assert "not installed" in lines[0]
@@ -67,3 +68,15 @@ def test_agent_is_read_from_parameters_then_name() -> None:
     assert drift_report.agent_of("test_resume[gemini-yes]") == "gemini"
     assert drift_report.agent_of("test_codex_without_its_app_server") == "codex"
     assert drift_report.agent_of("test_three_real_agents[claude-codex]") == "?"
+
+
+def test_a_failure_at_the_pinned_version_is_not_called_drift(tmp_path: Path) -> None:
+    """When the newest is the pinned version, the same test passed in the pinned run."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT.replace("[claude]", "[codex]", 1).replace('[codex]"/>', '[x]"/>'))
+
+    lines = drift_report.report(junit, linked_bin(tmp_path))
+
+    assert lines[-2].startswith(
+        "drift:   codex (@openai/codex@0.169.0) [the pinned version: not drift, a flaky test]: "
+    )
