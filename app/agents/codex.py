@@ -38,7 +38,7 @@ class Codex(AgentAdapter):
     # y runs at once; p writes a prefix rule ("don't ask again"); Esc declines
     # and interrupts the turn. C-d on an empty prompt exits.
     keys = Keys(yes=("y",), no=("Escape",), always=("p",), interrupt=("Escape",), exit=("C-d",))
-    tested_versions = TestedVersions("0.169.0", "0.169.0")
+    tested_versions = TestedVersions("0.169.0", "0.171.0")
     screen_rules = (
         ScreenRule(
             "codex.approval",
