@@ -86,8 +86,11 @@ def report(junit_xml: Path, bin_dir: Path) -> list[str]:
         lines.append(f"{PREFIX} no results ({junit_xml} missing: the run did not finish)")
         return lines
     ran, failed = failures(junit_xml)
+    if ran == 0:
+        lines.append(f"{PREFIX} no agent test finished")
+    elif not failed:
+        lines.append(f"{PREFIX} none: the {ran} agent tests that ran pass at the newest versions")
     if not failed:
-        lines.append(f"{PREFIX} none: all {ran} agent tests pass at the newest versions")
         return lines
     lines.append(f"{PREFIX} {len(failed)} of {ran} agent tests fail at the newest versions:")
     for failure in failed:
