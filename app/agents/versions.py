@@ -9,9 +9,12 @@ installed agent is outside it, so a person learns it before an answer goes wrong
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +67,38 @@ def version_line(executable: str) -> str | None:
     return lines[0].strip() if lines else None
 
 
+def cached_version_line(executable: str, cache: Path) -> str | None:
+    """``version_line``, remembered in ``cache`` (a JSON file) per real path, size and
+    modification time: Gemini CLI takes seconds to say its version, and submit asks on
+    every job. An upgrade changes the file (or, for npm, the path), so it is asked anew."""
+    try:
+        real = os.path.realpath(executable)
+        stat = os.stat(real)
+    except OSError:
+        return version_line(executable)
+    key = f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if isinstance(known.get(key), str):
+        return str(known[key])
+    line = version_line(executable)
+    if line is not None:
+        known[key] = line
+        try:  # replaced whole, so a concurrent submit reads the old file or the new one
+            with tempfile.NamedTemporaryFile(
+                "w", dir=cache.parent, prefix=cache.name, delete=False, encoding="utf-8"
+            ) as file:
+                json.dump(known, file)
+            os.replace(file.name, cache)
+        except OSError:
+            pass  # no cache (a read-only state dir): asked again next time
+    return line
+
+
 def untested_warning(
     name: str, tested: TestedVersions | None, version_text: str | None
 ) -> str | None:
@@ -81,15 +116,23 @@ def untested_warning(
 
 
 def launch_warning(
-    kind: str, executable: str, tested: TestedVersions | None, argv: Sequence[str] | None
+    kind: str,
+    executable: str,
+    tested: TestedVersions | None,
+    argv: Sequence[str] | None,
+    cache: Path | None = None,
 ) -> str | None:
     """The warning for the agent a job will run: its ``executable`` on PATH, or the user's
     own command when that is the same program. Another command is never run to ask its
-    version: it may not know ``--version``, or do something else with it."""
+    version: it may not know ``--version``, or do something else with it. With ``cache``,
+    a version once asked is remembered there (see ``cached_version_line``)."""
     if tested is None:
         return None
     program = argv[0] if argv else executable
     if Path(program).name != executable:
         return None
     path = shutil.which(program)
-    return untested_warning(kind, tested, version_line(path)) if path else None
+    if path is None:
+        return None
+    line = cached_version_line(path, cache) if cache else version_line(path)
+    return untested_warning(kind, tested, line)

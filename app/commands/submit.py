@@ -23,6 +23,9 @@ from app.settings import Settings
 from registry.events import Event
 from registry.waiter import Verdict
 
+VERSION_CACHE = "agent-versions.json"
+"""In the state dir: each agent executable's --version line, so a job does not wait for it."""
+
 
 @click.command()
 @job_spec_options
@@ -175,6 +178,7 @@ def warn_untested(settings: Settings, agent: str, argv: list[str] | None) -> Non
     """One line on stderr when the agent's installed version is outside the versions its
     adapter is tested on: the job still runs, but its dialogs may be misread."""
     adapter = adapter_for(agent, settings.state_dir, os.environ)
-    warning = launch_warning(adapter.kind, adapter.executable, adapter.tested_versions, argv)
+    cache = settings.state_dir / VERSION_CACHE
+    warning = launch_warning(adapter.kind, adapter.executable, adapter.tested_versions, argv, cache)
     if warning:
         click.echo(warning, err=True)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.agents import built_in, versions
-from app.agents.versions import launch_warning, parse_version, untested_warning
+from app.agents.versions import (
+    cached_version_line,
+    launch_warning,
+    parse_version,
+    untested_warning,
+)
 from tests.agents.clis import PINNED, require
 
 
@@ -55,3 +62,24 @@ def test_the_real_pinned_cli_is_inside_its_range(agent: str) -> None:
         adapter.kind, adapter.executable, adapter.tested_versions, [str(executable)]
     )
     assert warning is None
+
+
+def test_a_version_once_asked_is_remembered_until_the_program_changes(tmp_path: Path) -> None:
+    """Gemini CLI takes seconds to print its version: submit asks each program once."""
+    program = tmp_path / "gemini"
+    asked = tmp_path / "asked"
+    cache = tmp_path / "agent-versions.json"
+
+    def install(version: str) -> None:
+        program.write_text(f"#!/bin/sh\necho x >> '{asked}'\necho '{version}'\n")
+        program.chmod(0o755)
+
+    install("0.61.0")
+    assert cached_version_line(str(program), cache) == "0.61.0"
+    assert cached_version_line(str(program), cache) == "0.61.0"
+    assert asked.read_text().count("x") == 1
+    install("0.62.10")  # an upgrade in place: another size and time
+    assert cached_version_line(str(program), cache) == "0.62.10"
+    assert asked.read_text().count("x") == 2
+    cache.write_text("not json")
+    assert cached_version_line(str(program), cache) == "0.62.10"
