@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from app.agents.base import CONTINUE_PROMPT, AgentAdapter, Keys, LaunchContext, LaunchPlan
 from app.agents.screen import ScreenRule
+from app.agents.versions import TestedVersions
 
 CONFIRM = (
     r"\(Y\)es/\(N\)o(?:/\(A\)ll)?(?:/\(S\)kip all)?(?:/\(D\)on't ask again)? \[(?:Yes|No)\]: ?$"
@@ -25,6 +26,7 @@ class Aider(AgentAdapter):
         yes=("y", "Enter"), no=("n", "Enter"), always=("d", "Enter"), interrupt=("C-c",),
         exit=("C-d",),
     )  # fmt: skip
+    tested_versions = TestedVersions("0.86.2", "0.86.2")
     screen_rules = (
         ScreenRule(
             "aider.run_shell",

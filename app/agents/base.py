@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.screen import ScreenRule
+from app.agents.versions import TestedVersions
 from registry.activity import Observation
 from registry.vocabulary import Answer
 
@@ -115,6 +116,9 @@ class AgentAdapter:
     done_when: DoneWhen = "exit"
     keys: Keys = Keys()
     screen_rules: tuple[ScreenRule, ...] = ()
+    tested_versions: TestedVersions | None = None
+    """The agent versions its keys, hooks and screen rules are tested on (pinned … the
+    newest that passed CI's drift run); doctor and submit warn outside them."""
     reads_osc_status: bool = False
     """The agent writes ``OSC 7501;state=…`` into its output (Codex)."""
     has_hooks: bool = False

@@ -21,6 +21,7 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
+from app.agents.versions import TestedVersions
 from registry.activity import Observation
 
 # Hook events orchestrate listens to, and the activity each one means. The
@@ -49,6 +50,7 @@ class Claude(AgentAdapter):
     has_hooks = True
     resumable = True
     keys = NUMBERED_MENU  # Claude: 2 switches the session to accept-edits
+    tested_versions = TestedVersions("2.1.197", "2.1.197")
     screen_rules = (
         ScreenRule(
             "claude.trust",

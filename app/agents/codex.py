@@ -21,6 +21,7 @@ from app.agents.base import (
     text_of,
 )
 from app.agents.screen import ScreenRule
+from app.agents.versions import TestedVersions
 from registry.activity import Observation
 
 APP_SERVER_SOCKET = "codex-app-server.sock"
@@ -37,6 +38,7 @@ class Codex(AgentAdapter):
     # y runs at once; p writes a prefix rule ("don't ask again"); Esc declines
     # and interrupts the turn. C-d on an empty prompt exits.
     keys = Keys(yes=("y",), no=("Escape",), always=("p",), interrupt=("Escape",), exit=("C-d",))
+    tested_versions = TestedVersions("0.169.0", "0.171.0")
     screen_rules = (
         ScreenRule(
             "codex.approval",

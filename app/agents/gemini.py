@@ -23,6 +23,7 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
+from app.agents.versions import TestedVersions
 from registry.activity import Observation
 
 HOME_ENV = "GEMINI_CLI_HOME"
@@ -89,6 +90,7 @@ class Gemini(AgentAdapter):
     has_hooks = True
     resumable = True
     keys = NUMBERED_MENU
+    tested_versions = TestedVersions("0.61.0", "0.61.0")
     screen_rules = (
         ScreenRule(
             "gemini.approval",

@@ -16,14 +16,8 @@ import click
 
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
+from app.agents.versions import untested_warning
 
-TESTED_VERSIONS = {
-    "claude": "2.1.197",
-    "codex": "0.169.0",
-    "gemini": "0.61.0",
-    "aider": "0.86.2",
-}
-"""The versions orchestrate's adapters and screen rules were measured against."""
 PROBE_PROMPT = "doctor's probe"
 # What each agent's hook sends at the end of a turn (Codex's notify: as its last
 # argument), and the activity it means.
@@ -52,6 +46,10 @@ class Check:
     hooks: str
     ok: bool
     approvals: str = "keys only"
+    tested: str = "?"
+    """The versions the adapter is tested on (app/agents/versions.py)."""
+    warning: str | None = None
+    """Why this version may be misread: outside the tested ones."""
 
 
 INSTALL_HINTS = {
@@ -113,7 +111,19 @@ def checks() -> list[Check]:
         path = shutil.which(adapter.executable)
         version = version_of([path, "--version"]) if path else "not installed"
         ok, hooks = probe_hook(kind) if kind in HOOK_PROBES else (True, "not used")
-        found.append(Check(kind, path, version, hooks, ok, approvals_of(kind, path)))
+        tested = adapter.tested_versions
+        found.append(
+            Check(
+                kind,
+                path,
+                version,
+                hooks,
+                ok,
+                approvals_of(kind, path),
+                tested=str(tested) if tested else "?",
+                warning=untested_warning(kind, tested, version) if path else None,
+            )
+        )
     return found
 
 
@@ -141,15 +151,18 @@ def approvals_of(kind: str, path: str | None) -> str:
 def doctor(as_json: bool) -> None:
     """Say which agent CLIs are installed, their versions, and whether hooks work."""
     results = checks()
+    for check in results:
+        if check.warning:
+            click.echo(check.warning, err=True)
     if as_json:
         for check in results:
-            click.echo(json.dumps({**check.__dict__, "tested": TESTED_VERSIONS[check.agent]}))
+            click.echo(json.dumps(check.__dict__))
     else:
         tmux = shutil.which("tmux")
         tmux_version = version_of([tmux, "-V"]) if tmux else "NOT INSTALLED: apt-get install tmux"
         click.echo(f"tmux     {tmux_version}")
         for check in results:
-            click.echo(f"{check.agent:8} {check.version} (tested {TESTED_VERSIONS[check.agent]})")
+            click.echo(f"{check.agent:8} {check.version} (tested {check.tested})")
             if check.path is None:
                 click.echo(f"         install: {INSTALL_HINTS[check.agent]}")
             else:

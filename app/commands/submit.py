@@ -6,11 +6,14 @@ Exit 0 completed, 1 error (the agent's, or its pane died), 2 timeout; with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
+from app.agents import adapter_for
+from app.agents.versions import launch_warning
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
@@ -19,6 +22,9 @@ from app.review.worktree import WorktreePlan, default_worktree, in_git_repositor
 from app.settings import Settings
 from registry.events import Event
 from registry.job_outcome import Verdict
+
+VERSION_CACHE = "agent-versions.json"
+"""In the state dir: each agent executable's --version line, so a job does not wait for it."""
 
 
 @click.command()
@@ -90,6 +96,7 @@ def submit(
     prompt = read_prompt(prompt, prompt_file)
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     plan = worktree_request(settings, worktree, base, workdir)
+    warn_untested(settings, agent, argv)
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
     job = orchestrator.submit(
@@ -165,3 +172,13 @@ def worktree_request(
             raise click.UsageError("--base needs --worktree (or ORCHESTRATE_WORKTREE=auto)")
         return None
     return plan_worktree(directory, base)
+
+
+def warn_untested(settings: Settings, agent: str, argv: list[str] | None) -> None:
+    """One line on stderr when the agent's installed version is outside the versions its
+    adapter is tested on: the job still runs, but its dialogs may be misread."""
+    adapter = adapter_for(agent, settings.state_dir, os.environ)
+    cache = settings.state_dir / VERSION_CACHE
+    warning = launch_warning(adapter.kind, adapter.executable, adapter.tested_versions, argv, cache)
+    if warning:
+        click.echo(warning, err=True)

@@ -1,4 +1,9 @@
-"""Where the pinned agent CLIs installed by scripts/setup-agents are, and which are missing."""
+"""Where the agent CLIs installed by scripts/setup-agents are, and which are missing.
+
+The pinned set by default; ``ORCHESTRATE_AGENT_SET=latest`` points the same tests at the
+newest versions (`scripts/setup-agents --latest`), which is how CI's drift report runs the
+agent matrix a second time.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-AGENT_BIN = REPO / ".venv" / "agent-bin"
+AGENT_SET = os.environ.get("ORCHESTRATE_AGENT_SET", "pinned")
+"""Which installed set the tests drive: ``pinned`` (default) or ``latest``."""
+AGENT_BIN = REPO / ".venv" / ("agent-bin-latest" if AGENT_SET == "latest" else "agent-bin")
 
 PINNED = {
     "claude": "@anthropic-ai/claude-code@2.1.197",
@@ -24,21 +31,23 @@ class MissingCli(LookupError):
 
 
 def cli_path(agent: str) -> Path:
-    """The agent's executable in .venv/agent-bin, at its pinned version."""
+    """The agent's executable in AGENT_BIN: at its pinned version, or for the latest set
+    whatever version `scripts/setup-agents --latest` resolved."""
     link = AGENT_BIN / agent
     target = Path(os.path.realpath(link)) if link.is_symlink() else None
     if target is None or not os.access(target, os.X_OK):
         raise MissingCli(
             f"{agent} ({PINNED[agent]}) is not installed in {AGENT_BIN}: "
-            "scripts/setup-agents could not install it (run it to see why)"
+            f"scripts/setup-agents{' --latest' if AGENT_SET == 'latest' else ''} could not "
+            "install it (run it to see why)"
         )
-    if PINNED[agent] not in os.readlink(link):
+    if AGENT_SET != "latest" and PINNED[agent] not in os.readlink(link):
         raise MissingCli(f"{link} is not {PINNED[agent]}: run scripts/setup-agents")
     return link
 
 
 def missing() -> dict[str, str]:
-    """Agent name -> why it cannot run, for every pinned agent that is not installed."""
+    """Agent name -> why it cannot run, for every agent of the set that is not installed."""
     reasons: dict[str, str] = {}
     for agent in PINNED:
         try:

@@ -35,3 +35,21 @@ def test_require_skips_locally_and_fails_under_ci(
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="gemini"):
         clis.require("gemini")
+
+
+def test_the_latest_set_takes_whatever_version_is_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ORCHESTRATE_AGENT_SET=latest: no pinned version is required, a missing CLI still is."""
+    monkeypatch.setattr(clis, "AGENT_BIN", tmp_path)
+    monkeypatch.setattr(clis, "AGENT_SET", "latest")
+    target = tmp_path / "claude-code@2.1.332" / "claude"
+    target.parent.mkdir()
+    target.write_text("#!/bin/sh\n")
+    target.chmod(0o755)
+    (tmp_path / "claude").symlink_to(target)
+
+    assert clis.cli_path("claude") == tmp_path / "claude"
+    reasons = clis.missing()
+    assert sorted(reasons) == ["aider", "codex", "gemini"]
+    assert "scripts/setup-agents --latest" in reasons["codex"]

@@ -49,3 +49,23 @@ def test_doctor_says_whether_codex_can_take_structured_approvals(cli, tmp_path: 
         result = cli("doctor", "--json", env={"PATH": path})
         rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
         assert rows["codex"]["approvals"] == said
+
+
+def test_doctor_warns_once_for_a_version_outside_the_tested_ones(cli, tmp_path: Path) -> None:
+    """One line on stderr per agent outside its adapter's range; not an error."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, line in [("claude", "9.9.9 (Claude Code)"), ("gemini", "0.61.0")]:
+        (bin_dir / name).write_text(f"#!/bin/sh\necho '{line}'\n")
+        (bin_dir / name).chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    for args in [("doctor",), ("doctor", "--json")]:
+        result = cli(*args, env={"PATH": path})
+        assert result.returncode == 0, result.stderr
+        warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+        assert len(warnings) == 1, result.stderr
+        assert warnings[0].startswith("orchestrate: warning: claude 9.9.9 is not a version")
+    rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
+    assert rows["claude"]["tested"] == "2.1.197"
+    assert rows["claude"]["warning"] == warnings[0]
+    assert rows["gemini"]["warning"] is None
