@@ -8,6 +8,7 @@ from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
+from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, RadioSet
@@ -237,9 +238,25 @@ async def test_palette_runs_a_command(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         await pilot.press("ctrl+p", *"history")
-        await pilot.pause(0.3)
+        # enter once the palette has found the command and highlighted it (its search
+        # runs in a worker, in batches): a fixed pause raced it under load
+        await wait_until(pilot, lambda: palette_highlights(app, "History"), "History offered")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+
+
+def palette_highlights(app: ControlRoomApp, name: str) -> bool:
+    """The command palette is open on its whole query, with ``name``'s command highlighted."""
+    screen = app.screen
+    if (
+        not isinstance(screen, CommandPalette)
+        or screen.query_one(CommandInput).value != name.lower()
+    ):
+        return False
+    commands = screen.query_one(CommandList)
+    if commands.highlighted is None or not commands.option_count:
+        return False
+    return name in str(commands.get_option_at_index(commands.highlighted).prompt)
 
 
 async def test_help_lists_every_binding(make_app: AppFactory) -> None:

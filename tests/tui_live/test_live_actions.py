@@ -21,8 +21,9 @@ from app.tui.screens.history import HistoryScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
+from tests.ci import require_module
 
-orchestration = pytest.importorskip("app.orchestration")
+orchestration = require_module("app.orchestration")
 
 SIZE = (120, 40)
 
