@@ -1,0 +1,117 @@
+"""Integration proofs with the real agent CLIs, offline against the scripted fake models,
+in real tmux on a private socket, for features the rest of the suite proved only with
+recordings or stand-ins:
+
+* usage and cost synced from the transcript a real CLI has just written;
+* Aider resumed after a reboot with its own chat history (``--restore-chat-history``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from app.orchestration import Orchestrator
+from app.usage.sync import sync_usage
+from registry.vocabulary import Activity, MessageType
+from tests.agents.agent_cases import AGENTS
+from tests.agents.clis import require
+from tests.agents.conftest import ServeModel
+from tests.agents.fake_models.script import Reply, Script, Usage
+from tests.agents.test_orchestrated_agents import supervise_until
+
+pytestmark = pytest.mark.agents
+
+TURN_USAGE = Usage(
+    input_tokens=1111, output_tokens=22, cached_input_tokens=333, cache_creation_input_tokens=44
+)
+"""What the fake model reports for the job's one turn: values no side request reports."""
+
+
+def wait_for_turns(orch: Orchestrator, model: object, job_id: str, more_than: int) -> None:
+    """Wait (deadline) until the model has been asked for more than ``more_than`` turns."""
+    deadline = time.monotonic() + 60
+    while len(model.requests_of("turn")) <= more_than:  # type: ignore[attr-defined]
+        pane = orch.pane_for_job(job_id)
+        screen = "\n".join(orch.driver.capture(pane, 40)) if pane else "(no pane)"
+        assert time.monotonic() < deadline, f"the agent never asked its model:\n{screen}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow  # 13-17 s at load ~16 on 2 cores (the turn, then the idle grace)
+def test_usage_is_synced_from_the_transcript_claude_just_wrote(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """Claude Code answers one turn from a model that reports TURN_USAGE; `history
+    build`'s sync then finds the transcript Claude wrote (by the session id its hook
+    told) and records that turn's tokens, once."""
+    agent = AGENTS["claude"]
+    require("claude")
+    workdir = tmp_path / "work-usage"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script([Reply("Counted.", usage=TURN_USAGE)]))
+    run = agent.sandbox(tmp_path / "claude", workdir, model.base_url)
+    job = orch.submit("say counted", "claude", "claude-usage", agent_cmd=run.argv,
+                      env=run.env, workdir=workdir)  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE and
+                    j.agent_session_id and orch.registry.has_worked(j.job_id),
+                    "its turn to end, and its session id")  # fmt: skip
+    assert len(model.requests_of("turn")) == 1
+
+    state_dir = orch.settings.state_dir
+    synced = sync_usage(orch.registry, state_dir, run.env)
+    assert synced.transcripts == 1 and synced.recorded >= 1, synced
+    recorded = [m.payload for m in orch.registry.bus.read_after(0)
+                if m.type == MessageType.JOB_USAGE]  # fmt: skip
+    assert all(p["job_id"] == job.job_id and p["measured"] for p in recorded), recorded
+    assert {p["source"] for p in recorded} == {"Claude Code transcript"}
+    turn = [p for p in recorded if p["input_tokens"] == TURN_USAGE.input_tokens]
+    assert len(turn) == 1, recorded  # the turn's message, once
+    assert (
+        turn[0]["output_tokens"],
+        turn[0]["cache_read_tokens"],
+        turn[0]["cache_write_tokens"],
+    ) == (TURN_USAGE.output_tokens, TURN_USAGE.cached_input_tokens, 44)
+    (state_dir / "history" / "usage-sync.json").unlink()  # read again: nothing new
+    assert sync_usage(orch.registry, state_dir, run.env).recorded == 0
+    orch.cancel(job.job_id, grace_sec=2)
+
+
+@pytest.mark.slow  # Aider starts in 4-11 s, twice here
+def test_after_tmux_is_killed_aider_resumes_with_its_chat_history(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    """A reboot, simulated by killing the tmux server under an idle Aider: resuming
+    starts Aider with --restore-chat-history on the job's own history file, and its
+    next request carries the earlier conversation (the task) plus the follow-up."""
+    agent = AGENTS["aider"]
+    require("aider")
+    workdir = tmp_path / "work-aider-resume"
+    workdir.mkdir()
+    model = serve_model(agent.api(), Script([Reply("First part done.")]))
+    run = agent.sandbox(tmp_path / "aider", workdir, model.base_url)
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(workdir)], env=run.env, check=True)
+    job = orch.submit("remember the word PELICAN", "aider", "aider-r", agent_cmd=run.argv,
+                      env=run.env, workdir=workdir)  # fmt: skip
+    supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE and
+                    orch.registry.has_worked(j.job_id), "its first turn to end")  # fmt: skip
+    history = orch.job_dir(job.job_id) / "aider.chat.history.md"
+    assert "PELICAN" in history.read_text(encoding="utf-8")
+    turns_before = len(model.requests_of("turn"))
+    orch.driver.server.cmd("kill-server")
+    supervise_until(orch, job.job_id, lambda j: j.activity == Activity.INTERRUPTED,
+                    "interrupted")  # fmt: skip
+    resumed = orch.resume_interrupted(env=run.env)
+    assert [j.job_id for j in resumed] == [job.job_id]
+    wait_for_turns(orch, model, job.job_id, turns_before)
+    latest = json.dumps(model.requests_of("turn")[-1].body)
+    # the task and the model's own reply come from the restored history alone: the
+    # follow-up pasted at the resume names neither
+    assert "PELICAN" in latest and "First part done." in latest, latest
+    assert "Continue the task" in latest
+    orch.cancel(job.job_id, grace_sec=2)
