@@ -2,7 +2,8 @@
 in real tmux on a private socket, for features the rest of the suite proved only with
 recordings or stand-ins:
 
-* usage and cost synced from the transcript a real CLI has just written;
+* usage and cost synced from the transcript a real CLI has just written, priced as
+  the history prices it;
 * Aider resumed after a reboot with its own chat history (``--restore-chat-history``).
 """
 
@@ -16,12 +17,20 @@ import pytest
 
 from app.orchestration import Orchestrator
 from app.usage.sync import sync_usage
+from registry.history.aggregate_py import aggregate_facts
+from registry.history.facts import Fact
+from registry.history.prices import PriceTable, parse_prices, price_usage
+from registry.history.reader import UsageRow
+from registry.history.schema import HistoryPaths
+from registry.history.segments import export_segments, list_segments
+from registry.jobs import Registry
 from registry.vocabulary import Activity, MessageType
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
 from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.script import Reply, Script, Usage
 from tests.agents.test_orchestrated_agents import supervise_until
+from tests.polling import poll_until
 
 pytestmark = pytest.mark.agents
 
@@ -29,6 +38,26 @@ TURN_USAGE = Usage(
     input_tokens=1111, output_tokens=22, cached_input_tokens=333, cache_creation_input_tokens=44
 )
 """What the fake model reports for the job's one turn: values no side request reports."""
+
+
+OPUS = {"price": [{"agent": "claude", "model": "claude-opus-*", "input": 15, "output": 75,
+                   "cache_read": 1.5, "cache_write": 18.75}]}  # fmt: skip
+# TURN_USAGE at OPUS's dollars per million tokens, worked out by hand:
+# (1111 * 15 + 22 * 75 + 333 * 1.5 + 44 * 18.75) / 1e6 = 19639.5 / 1e6
+HAND_USD = 0.0196395
+
+
+def priced_usd(state_dir: Path) -> float:
+    """What the history would show as the cost of the usage recorded so far: exported
+    to segments, summed per hour and agent, and priced from OPUS."""
+    import pyarrow.parquet as pq
+
+    paths = HistoryPaths(state_dir)
+    export_segments(Registry.open(state_dir).bus, paths)
+    facts = [Fact(*row.values()) for s in list_segments(paths)
+             for row in pq.read_table(s.path).to_pylist()]  # fmt: skip
+    rows = [UsageRow(**row) for row in aggregate_facts(facts).usage]
+    return price_usage(rows, PriceTable(parse_prices(OPUS))).usd
 
 
 def wait_for_turns(orch: Orchestrator, model: object, job_id: str, more_than: int) -> None:
@@ -62,19 +91,19 @@ def test_usage_is_synced_from_the_transcript_claude_just_wrote(
     assert len(model.requests_of("turn")) == 1
 
     state_dir = orch.settings.state_dir
-    synced = sync_usage(orch.registry, state_dir, run.env)
-    assert synced.transcripts == 1 and synced.recorded >= 1, synced
+    # Claude writes the turn into its transcript after its screen goes idle (seen: a
+    # sync at once found the transcript without the message): sync until it is there
+    found = poll_until(lambda: sync_usage(orch.registry, state_dir, run.env).recorded, 30,
+                       "the turn in Claude's transcript")  # fmt: skip
+    assert found == 1
     recorded = [m.payload for m in orch.registry.bus.read_after(0)
                 if m.type == MessageType.JOB_USAGE]  # fmt: skip
     assert all(p["job_id"] == job.job_id and p["measured"] for p in recorded), recorded
     assert {p["source"] for p in recorded} == {"Claude Code transcript"}
-    turn = [p for p in recorded if p["input_tokens"] == TURN_USAGE.input_tokens]
-    assert len(turn) == 1, recorded  # the turn's message, once
-    assert (
-        turn[0]["output_tokens"],
-        turn[0]["cache_read_tokens"],
-        turn[0]["cache_write_tokens"],
-    ) == (TURN_USAGE.output_tokens, TURN_USAGE.cached_input_tokens, 44)
+    # the turn's message, once (Claude writes no side request into its transcript)
+    assert [(p["input_tokens"], p["output_tokens"], p["cache_read_tokens"],
+             p["cache_write_tokens"]) for p in recorded] == [(1111, 22, 333, 44)]  # fmt: skip
+    assert priced_usd(state_dir) == pytest.approx(HAND_USD)
     (state_dir / "history" / "usage-sync.json").unlink()  # read again: nothing new
     assert sync_usage(orch.registry, state_dir, run.env).recorded == 0
     orch.cancel(job.job_id, grace_sec=2)
