@@ -40,16 +40,29 @@ TURN_USAGE = Usage(
 """What the fake model reports for the job's one turn: values no side request reports."""
 
 
-OPUS = {"price": [{"agent": "claude", "model": "claude-opus-*", "input": 15, "output": 75,
-                   "cache_read": 1.5, "cache_write": 18.75}]}  # fmt: skip
-# TURN_USAGE at OPUS's dollars per million tokens, worked out by hand:
-# (1111 * 15 + 22 * 75 + 333 * 1.5 + 44 * 18.75) / 1e6 = 19639.5 / 1e6
-HAND_USD = 0.0196395
+PRICES = {"price": [{"agent": agent, "model": "*", "input": 15, "output": 75, "cache_read": 1.5,
+                     "cache_write": 18.75} for agent in ("claude", "codex", "gemini")]}  # fmt: skip
+"""Dollars per million tokens, the same for each agent's model."""
+
+# What each CLI writes down for TURN_USAGE, by the API's meaning (fake_models/script.py):
+# Anthropic's input excludes the cached read and reports the cache write; OpenAI's and
+# Gemini's input includes the cached part, and they report no cache write.
+RECORDED = {
+    "claude": (1111, 22, 333, 44),
+    "codex": (1111 - 333, 22, 333, 0),
+    "gemini": (1111 - 333, 22, 333, 0),
+}
+# ... priced at PRICES, worked out by hand:
+# Claude: (1111 * 15 + 22 * 75 + 333 * 1.5 + 44 * 18.75) / 1e6 = 19639.5 / 1e6
+# others: (778 * 15 + 22 * 75 + 333 * 1.5) / 1e6 = 13819.5 / 1e6
+HAND_USD = {"claude": 0.0196395, "codex": 0.0138195, "gemini": 0.0138195}
+SOURCE = {"claude": "Claude Code transcript", "codex": "Codex rollout",
+          "gemini": "Gemini CLI chat"}  # fmt: skip
 
 
 def priced_usd(state_dir: Path) -> float:
     """What the history would show as the cost of the usage recorded so far: exported
-    to segments, summed per hour and agent, and priced from OPUS."""
+    to segments, summed per hour and agent, and priced from PRICES."""
     import pyarrow.parquet as pq
 
     paths = HistoryPaths(state_dir)
@@ -57,7 +70,7 @@ def priced_usd(state_dir: Path) -> float:
     facts = [Fact(*row.values()) for s in list_segments(paths)
              for row in pq.read_table(s.path).to_pylist()]  # fmt: skip
     rows = [UsageRow(**row) for row in aggregate_facts(facts).usage]
-    return price_usage(rows, PriceTable(parse_prices(OPUS))).usd
+    return price_usage(rows, PriceTable(parse_prices(PRICES))).usd
 
 
 def wait_for_turns(orch: Orchestrator, model: object, job_id: str, more_than: int) -> None:
@@ -70,20 +83,21 @@ def wait_for_turns(orch: Orchestrator, model: object, job_id: str, more_than: in
         time.sleep(0.2)
 
 
-@pytest.mark.slow  # 13-17 s at load ~16 on 2 cores (the turn, then the idle grace)
-def test_usage_is_synced_from_the_transcript_claude_just_wrote(
-    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+@pytest.mark.slow  # 13-30 s each at load ~16 on 2 cores (the turn, then the idle grace)
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_usage_is_synced_from_the_transcript_a_real_cli_just_wrote(
+    name: str, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
-    """Claude Code answers one turn from a model that reports TURN_USAGE; `history
-    build`'s sync then finds the transcript Claude wrote (by the session id its hook
-    told) and records that turn's tokens, once."""
-    agent = AGENTS["claude"]
-    require("claude")
+    """The CLI answers one turn from a model that reports TURN_USAGE; `history build`'s
+    sync then finds the transcript it wrote (by the session id it told) and records
+    that turn's tokens once, which the history prices to a hand-worked figure."""
+    agent = AGENTS[name]
+    require(name)
     workdir = tmp_path / "work-usage"
     workdir.mkdir()
     model = serve_model(agent.api(), Script([Reply("Counted.", usage=TURN_USAGE)]))
-    run = agent.sandbox(tmp_path / "claude", workdir, model.base_url)
-    job = orch.submit("say counted", "claude", "claude-usage", agent_cmd=run.argv,
+    run = agent.sandbox(tmp_path / name, workdir, model.base_url)
+    job = orch.submit("say counted", name, f"{name}-usage", agent_cmd=run.argv,
                       env=run.env, workdir=workdir)  # fmt: skip
     supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE and
                     j.agent_session_id and orch.registry.has_worked(j.job_id),
@@ -91,19 +105,19 @@ def test_usage_is_synced_from_the_transcript_claude_just_wrote(
     assert len(model.requests_of("turn")) == 1
 
     state_dir = orch.settings.state_dir
-    # Claude writes the turn into its transcript after its screen goes idle (seen: a
-    # sync at once found the transcript without the message): sync until it is there
+    # a CLI may write the turn into its transcript after its screen goes idle (seen
+    # with Claude: a sync at once found the transcript without it): sync until it is
     found = poll_until(lambda: sync_usage(orch.registry, state_dir, run.env).recorded, 30,
-                       "the turn in Claude's transcript")  # fmt: skip
+                       "the turn in the transcript")  # fmt: skip
     assert found == 1
     recorded = [m.payload for m in orch.registry.bus.read_after(0)
                 if m.type == MessageType.JOB_USAGE]  # fmt: skip
     assert all(p["job_id"] == job.job_id and p["measured"] for p in recorded), recorded
-    assert {p["source"] for p in recorded} == {"Claude Code transcript"}
-    # the turn's message, once (Claude writes no side request into its transcript)
+    assert {p["source"] for p in recorded} == {SOURCE[name]}
+    # the turn's message, once (no side request is written into a transcript)
     assert [(p["input_tokens"], p["output_tokens"], p["cache_read_tokens"],
-             p["cache_write_tokens"]) for p in recorded] == [(1111, 22, 333, 44)]  # fmt: skip
-    assert priced_usd(state_dir) == pytest.approx(HAND_USD)
+             p["cache_write_tokens"]) for p in recorded] == [RECORDED[name]]  # fmt: skip
+    assert priced_usd(state_dir) == pytest.approx(HAND_USD[name])
     (state_dir / "history" / "usage-sync.json").unlink()  # read again: nothing new
     assert sync_usage(orch.registry, state_dir, run.env).recorded == 0
     orch.cancel(job.job_id, grace_sec=2)
