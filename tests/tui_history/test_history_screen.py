@@ -310,6 +310,16 @@ async def test_h_opens_the_screen_drawn(
     open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
     monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
     shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
+    opened: list[object] = []  # each _opened's outcome (None: OPEN_WAIT_S's timer)
+    real_opened = HistoryScreen._opened
+
+    # a plain function, not a Spy: call_from_thread passes as many arguments as the
+    # callback's signature names
+    def counted_opened(self: HistoryScreen, app: Any, outcome: Any) -> None:
+        opened.append(outcome)
+        real_opened(self, app, outcome)
+
+    monkeypatch.setattr(HistoryScreen, "_opened", counted_opened)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
@@ -319,7 +329,11 @@ async def test_h_opens_the_screen_drawn(
         assert isinstance(screen, HistoryScreen)
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
-        await pilot.pause(open_wait_s + 0.1)  # past OPEN_WAIT_S: nothing else arrives
+        # past OPEN_WAIT_S, nothing else arrives: its timer has fired (the read's
+        # _opened, then the timer's), counted rather than a fixed pause
+        await wait_until(pilot, lambda: len(opened) == 2, "OPEN_WAIT_S's timer")
+        assert opened[1] is None
+        await pilot.pause()
         assert (reads.calls, shown_loading.calls, screen.load_count) == (1, 0, 1)
         assert not screen.query(LoadingIndicator)
         assert len(app.screen_stack) == 2
