@@ -21,6 +21,7 @@ from app.tui.screens.history import HistoryScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
+from registry.vocabulary import JobStatus
 from tests.ci import require_module
 
 orchestration = require_module("app.orchestration")
@@ -77,7 +78,7 @@ async def test_cancel_not_confirmed(orch: Any, live_app: Callable[..., ControlRo
         await pilot.press("c", "enter")
         await pilot.press("c", "escape")
         await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "main screen")
-        assert orch.registry.get(job.job_id).status in ("pending", "running")
+        assert orch.registry.get(job.job_id).status in (JobStatus.PENDING, JobStatus.RUNNING)
         # The mark that both answers were handled, rather than a look after a pause: a
         # confirmed cancel next succeeds, so nothing had cancelled the job before it.
         await pilot.press("c")
