@@ -28,6 +28,7 @@ from bus.broker import (
     write_config,
 )
 from bus.mqtt import BrokerConfig, MqttSubscriber, ReceivedMessage
+from tests.ci import missing_part
 
 MOSQUITTO = shutil.which(
     "mosquitto", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"])
@@ -86,7 +87,7 @@ def make_broker(test_ca: TlsFiles) -> Iterator[Callable[..., RunningBroker]]:
     """``make_broker(tls=False, users=[...], allow_anonymous=None, require_certificate=False)``
     starts a Mosquitto for this test."""
     if MOSQUITTO is None:
-        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+        missing_part("mosquitto is not installed (apt-get install mosquitto)")
     started: list[RunningBroker] = []
 
     def make(

@@ -35,6 +35,9 @@ def test_require_skips_locally_and_fails_under_ci(
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="gemini"):
         clis.require("gemini")
+    monkeypatch.setenv("CI", "false")  # a person saying "not CI": a skip, as locally
+    with pytest.raises(pytest.skip.Exception, match="gemini"):
+        clis.require("gemini")
 
 
 def test_the_latest_set_takes_whatever_version_is_linked(

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 from pathlib import Path
 
 import pytest
 
 from bus import claims
-from bus.db import BusDB, connect
+from bus.db import BusDB, connect, now_ms
 from bus.errors import StaleClaim
+from tests.polling import poll_until
 
 
 @pytest.fixture
@@ -40,10 +40,14 @@ def test_enqueue_is_idempotent(db: BusDB) -> None:
 
 def test_expired_lease_is_reclaimed_and_the_stale_owner_cannot_complete(db: BusDB) -> None:
     claims.enqueue(db.conn, "t")
-    first = claims.claim_next(db.conn, "default", "slow", lease_ms=50)
+    start = now_ms()
+    first = claims.claim_next(db.conn, "default", "slow", lease_ms=50, at_ms=start)
     assert first is not None and first.attempt == 1
-    assert claims.claim_next(db.conn, "default", "fast") is None  # lease still live
-    time.sleep(0.08)
+    # Judged 1 ms before the lease ends, not "on the next statement", which a loaded
+    # machine can delay past 50 ms.
+    assert claims.claim_next(db.conn, "default", "fast", at_ms=start + 49) is None
+    assert claims.expired(db.conn, at_ms=start + 49) == []
+    poll_until(lambda: claims.expired(db.conn), timeout=5, what="the 50 ms lease to run out")
     assert [t.task_id for t in claims.expired(db.conn)] == ["t"]
     second = claims.claim_next(db.conn, "default", "fast")
     assert second is not None and second.attempt == 2
@@ -62,9 +66,12 @@ def test_renew_keeps_the_claim_alive(db: BusDB) -> None:
     claims.enqueue(db.conn, "t")
     claim = claims.claim_next(db.conn, "default", "w", lease_ms=60)
     assert claim is not None
-    time.sleep(0.04)
-    claim = claims.renew(db.conn, claim, lease_ms=1000)
-    time.sleep(0.04)
+    first_end = claim.lease_until_ms
+    claim = claims.renew(db.conn, claim, lease_ms=60_000)
+    assert claim.lease_until_ms > first_end
+    # Past the first lease's end (real time, a deadline rather than a fixed sleep), the
+    # renewed lease alone keeps the task from another claimant.
+    poll_until(lambda: now_ms() > first_end, timeout=5, what="the first lease to end")
     assert claims.claim_next(db.conn, "default", "other") is None
 
 

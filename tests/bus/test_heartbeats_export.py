@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -38,7 +39,9 @@ def test_heartbeat_thread_beats_with_its_own_connection_and_stops(bus: Bus) -> N
         while beat.beats < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
     count = beat.beats
-    time.sleep(0.06)
+    # Proof that it stopped, rather than a look after a fixed pause: its thread is gone,
+    # so no beat can follow.
+    assert not [t for t in threading.enumerate() if t.name == "heartbeat-agent-x"]
     assert count >= 3 and beat.beats == count  # stopped
     row = heartbeats.read_all(bus.db.conn)[0]
     assert (row.agent_id, row.status, row.current_task) == ("agent-x", "working", "job1")

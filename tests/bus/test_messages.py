@@ -84,22 +84,35 @@ def test_an_edited_blob_is_corrupt_not_someone_elses_payload(bus: Bus) -> None:
 
 
 def test_follow_starts_at_now_and_wakes_on_a_commit_from_another_connection(bus: Bus) -> None:
+    """The follower's "now" is read before the other connection commits: the test waits
+    for that read (an event set by it), not for a fixed time, so a slow thread start
+    under load cannot put "new" before the follower's start."""
     send(bus, payload="old")
     got: list[object] = []
     stop = threading.Event()
+    started = threading.Event()
+    arrived = threading.Event()
+    follower = Bus(BusDB(bus.db.state_dir))
+    read_latest = follower.latest_seq
+
+    def latest_seq() -> int:
+        seq = read_latest()
+        started.set()
+        return seq
+
+    follower.latest_seq = latest_seq  # type: ignore[method-assign]
 
     def run() -> None:
-        for message in Bus(BusDB(bus.db.state_dir)).follow(stop=stop.is_set):
+        for message in follower.follow(stop=stop.is_set):
             got.append(message.payload)
+            arrived.set()
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(0.1)
+    assert started.wait(5), "the follower never read where 'now' is"
     other = Bus(BusDB(bus.db.state_dir))
     other.publish(Outgoing(type="t", from_agent="x", payload="new"))
-    deadline = time.monotonic() + 5
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert arrived.wait(5), "the follower did not wake on the other connection's commit"
     stop.set()
     thread.join(5)
     assert got == ["new"]

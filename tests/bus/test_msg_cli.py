@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bus.db import connect
+from tests.ci import missing_part
 
 
 def lines(out: str) -> list[dict[str, object]]:
@@ -229,7 +230,7 @@ def as_nobody(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_read_only_state_dir(shared_dir: Path) -> None:
     if os.geteuid() == 0 and not shutil.which("setpriv"):
-        pytest.skip("needs setpriv to drop root privileges")
+        missing_part("setpriv is not installed (it drops root privileges for this test)")
     state = shared_dir / "state"
     connect(state / "state.db").close()
     (state / "state.db").chmod(0o644)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from registry.history.errors import java_available
+from tests.ci import missing_part
 from tests.history.history_files import (
     MALFORMED,
     ClusterBuild,
@@ -104,7 +105,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, events: list[str]) -> Iterat
     would cost a recording per run): C2 doubled the session's CPU time here.
     """
     if not java_available():  # pragma: no cover - the CI image has Java 17
-        pytest.skip("Spark tests need Java (apt-get install -y default-jre-headless)")
+        missing_part("Spark tests need Java (apt-get install -y default-jre-headless)")
     from registry.history.jvm import plan_jvm
     from registry.history.spark_session import create_session
 

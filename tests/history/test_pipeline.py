@@ -279,7 +279,7 @@ def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path
     """Polled often enough, a build reports the task counts of the Spark stages it runs,
     between its own phase lines, and stops reporting when it returns."""
     import re
-    import time
+    import threading
 
     state_dir = tmp_path / "state"
     write_export(state_dir, events)
@@ -291,7 +291,9 @@ def test_a_build_shows_its_stages_moving(spark: Any, events: list[str], tmp_path
     assert found and all(0 <= done <= total for done, total in found), lines
     first = next(i for i, m in enumerate(stages) if m)
     assert lines[first - 1].startswith("reading 1 file,"), "the first stage is the read"
-    time.sleep(0.1)
+    # Proof that nothing more can come, rather than a look after a fixed pause: the
+    # stage poller's thread has ended.
+    assert not [t for t in threading.enumerate() if t.name == "stage-progress" and t.is_alive()]
     assert len(lines) == counted, "no line after the build returned"
 
 

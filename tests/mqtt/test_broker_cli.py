@@ -18,6 +18,7 @@ from bus.broker import control_password, free_port
 from bus.broker_home import ROOT_BROKER_HOME, default_broker_dir
 from bus.errors import BrokerAuthError
 from bus.mqtt import BrokerConfig, publish_once
+from tests.ci import missing_part
 from tests.mqtt.conftest import MOSQUITTO
 
 CONFIG_FILES = ("mosquitto.conf", "broker.json")
@@ -185,10 +186,11 @@ def test_start_without_mosquitto_is_one_line(cli) -> None:  # type: ignore[no-un
     assert "mosquitto is not installed" in one_line_error(result)
 
 
-@pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
 def test_start_status_stop(cli, broker_tmp: Path) -> None:  # type: ignore[no-untyped-def]
     """A dev broker: started detached with a generated control user (anonymous
     clients refused), reachable with the printed env, stopped by pid file."""
+    if MOSQUITTO is None:
+        missing_part("mosquitto is not installed (apt-get install mosquitto)")
     home = broker_tmp / "broker"
     at = ("--dir", str(home))
     port = free_port()

@@ -36,7 +36,8 @@ class Running:
                 if text in line:
                     return line
             if self.proc.poll() is not None:
-                time.sleep(0.1)  # let the reader threads drain
+                for reader in self.readers:  # drained: each has read to the pipe's end
+                    reader.join(5)
                 break
             time.sleep(0.02)
         hit = [line for line in self.stderr if text in line]

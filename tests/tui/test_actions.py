@@ -8,6 +8,7 @@ from unittest.mock import PropertyMock, patch
 
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
+from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, RadioSet
@@ -66,9 +67,14 @@ async def test_cancel_not_confirmed_does_nothing(make_app: AppFactory, fake: Fak
         select(app, "3fa2c1d0")
         await pilot.press("c", "enter")
         await pilot.press("c", "escape")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, MainScreen)
-        assert fake.calls == []
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        # The mark that both answers were handled, rather than a look after a pause: a
+        # third, confirmed cancel of the same job arrives, and is the only call.
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: fake.calls, "the confirmed cancel")
+        assert fake.calls == [("cancel", "3fa2c1d0")]
 
 
 async def test_resume(make_app: AppFactory, fake: FakeSource) -> None:
@@ -237,9 +243,25 @@ async def test_palette_runs_a_command(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         await pilot.press("ctrl+p", *"history")
-        await pilot.pause(0.3)
+        # enter once the palette has found the command and highlighted it (its search
+        # runs in a worker, in batches): a fixed pause raced it under load
+        await wait_until(pilot, lambda: palette_highlights(app, "History"), "History offered")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+
+
+def palette_highlights(app: ControlRoomApp, name: str) -> bool:
+    """The command palette is open on its whole query, with ``name``'s command highlighted."""
+    screen = app.screen
+    if (
+        not isinstance(screen, CommandPalette)
+        or screen.query_one(CommandInput).value != name.lower()
+    ):
+        return False
+    commands = screen.query_one(CommandList)
+    if commands.highlighted is None or not commands.option_count:
+        return False
+    return name in str(commands.get_option_at_index(commands.highlighted).prompt)
 
 
 async def test_help_lists_every_binding(make_app: AppFactory) -> None:
@@ -492,14 +514,17 @@ async def test_a_wait_is_announced_with_the_command_it_is_about(
         fake.emit("5f4e3d2c", "permission_required", "needs permission")
         table = app.main.query_one(JobsTable)
         await wait_until(pilot, lambda: table.jobs["5f4e3d2c"].waiting_permission)
-        await pilot.pause(0.3)
+        # The pass that marked it waiting has decided: held, not said (the mark, rather
+        # than a look after a pause, which at load could pass ANNOUNCE_WAIT_S's timer).
+        assert "5f4e3d2c" in app.main._held_questions
         assert not [n for n in notices(app) if "asks" in n]
         with fake.lock:
             fake.seq += 1
             asked = (("question", "Run it?"), ("command", "touch x"), ("seen by", "screen rule"))
             fake._put(replace(fake.jobs["5f4e3d2c"], question="`touch x`", asked=asked))
         await wait_until(pilot, lambda: any("asks" in n for n in notices(app)), "the notice")
-        await pilot.pause(0.3)
+        # said and no longer held: neither its timer nor a later pass can say it again
+        assert "5f4e3d2c" not in app.main._held_questions
         said = [n for n in notices(app) if "asks" in n]
         assert said == ["job 5f4e3d2c (codex) asks: `touch x` — y/n/a"]
 

@@ -89,8 +89,12 @@ async def test_attach_refuses_a_finished_job_and_esc_on_the_hint_stays(fake: Fak
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, AttachHintScreen), "the hint")
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert terminal.ran == [] and isinstance(app.screen, MainScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        # The mark that esc was handled, rather than a look after a pause: enter again
+        # (the hint, once shown, is not shown again) attaches, and is the only attach.
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: terminal.ran, "the attach")
+        assert len(terminal.ran) == 1 and isinstance(app.screen, MainScreen)
 
 
 async def test_a_completed_job_whose_agent_waits_at_its_prompt_is_stepped_into_and_followed_up(
@@ -168,8 +172,12 @@ async def test_i_then_esc_sends_nothing(fake: FakeSource) -> None:
         await loaded(pilot)
         select(app, "3fa2c1d0")
         await pilot.press("i", *"never mind", "escape")
-        await pilot.pause(0.2)
-        assert fake.inputs == [] and isinstance(app.screen, MainScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        # The mark that esc was handled, rather than a look after a pause: a message
+        # sent next arrives, and is the only one.
+        await pilot.press("i", *"go on", "enter")
+        await wait_until(pilot, lambda: fake.inputs, "the message sent next")
+        assert fake.inputs == [("3fa2c1d0", "go on")] and isinstance(app.screen, MainScreen)
 
 
 async def test_d_opens_the_job_page(fake: FakeSource) -> None:

@@ -531,7 +531,9 @@ async def test_the_inbox_takes_the_question_notices_off_and_shows_no_new_ones(
         fake.emit(WORKING, "permission_required", "Bash `make`")
         table = app.screen.query_one("#waiting", DataTable)
         await wait_until(pilot, lambda: table.row_count == 3, "its row")
-        await pilot.pause(0.3)
+        # its announcement decided (not held for its timer), rather than a look after a
+        # pause: nothing can say it later
+        await wait_until(pilot, lambda: WORKING not in app.main._held_questions, "decided")
         assert not any("asks" in n for n in notices(app))
         await pilot.press("escape")
         fake.emit("0a1b2c3d", "started")

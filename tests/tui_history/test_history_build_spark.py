@@ -15,17 +15,19 @@ from app.tui.widgets.build_panel import BuildStep, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.errors import java_available
 from registry.history.synthetic import generate_lines
+from tests.ci import missing_part
 
 # ~45 s on this 2-core machine (a cold JVM), over the 30 s budget of the default run:
 # slow keeps it out of it; run it with `pytest tests/tui_history -m spark`.
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.mark.skipif(not java_available(), reason="Spark needs Java")
 async def test_rebuild_runs_the_real_spark_build(
     make_app: Callable[[], HistoryApp], state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`b` with the real build command: progress lines from Spark, then charts."""
+    if not java_available():
+        missing_part("Spark needs Java (apt-get install -y default-jre-headless)")
     export = state_dir / "export" / "bus.jsonl"
     export.parent.mkdir(parents=True)
     export.write_text("".join(generate_lines(2_000)), encoding="utf-8")

@@ -311,6 +311,16 @@ async def test_h_opens_the_screen_drawn(
     open_wait_s = 1.0  # the read must beat it however busy the machine (~10 ms idle)
     monkeypatch.setattr(history_module, "OPEN_WAIT_S", open_wait_s)
     shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
+    opened: list[object] = []  # each _opened's outcome (None: OPEN_WAIT_S's timer)
+    real_opened = HistoryScreen._opened
+
+    # a plain function, not a Spy: call_from_thread passes as many arguments as the
+    # callback's signature names
+    def counted_opened(self: HistoryScreen, app: Any, outcome: Any) -> None:
+        opened.append(outcome)
+        real_opened(self, app, outcome)
+
+    monkeypatch.setattr(HistoryScreen, "_opened", counted_opened)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.polls_applied > 0, "the first poll")
@@ -320,7 +330,11 @@ async def test_h_opens_the_screen_drawn(
         assert isinstance(screen, HistoryScreen)
         await wait_until(pilot, lambda: screen.is_mounted, "the screen mounted")
         assert screen.load_count == 1 and charts_shown(screen)  # already at its mount
-        await pilot.pause(open_wait_s + 0.1)  # past OPEN_WAIT_S: nothing else arrives
+        # past OPEN_WAIT_S, nothing else arrives: its timer has fired (the read's
+        # _opened, then the timer's), counted rather than a fixed pause
+        await wait_until(pilot, lambda: len(opened) == 2, "OPEN_WAIT_S's timer")
+        assert opened[1] is None
+        await pilot.pause()
         assert (reads.calls, shown_loading.calls, screen.load_count) == (1, 0, 1)
         assert not screen.query(LoadingIndicator)
         assert len(app.screen_stack) == 2
@@ -349,6 +363,11 @@ async def test_a_slow_read_opens_the_screen_loading(
         await pilot.pause()
         assert charts_shown(screen) and not screen.query(LoadingIndicator)
         assert reads.calls == 1
+
+
+def loading_workers(app: Any) -> list[Any]:
+    """The History screen's read workers still running."""
+    return [w for w in app.workers if w.group == "history-load" and not w.is_finished]
 
 
 async def read_ahead(app: HistoryApp, pilot: Any) -> None:
@@ -406,11 +425,14 @@ async def test_the_read_ahead_follows_a_build_and_a_resize(
     write_history(state_dir)
     reads = spy_on(monkeypatch, read_module, "read_history")
     live_draws = spy_on(monkeypatch, charts_module, "render_plot")
+    looks = spy_on(monkeypatch, history_module, "history_version")
     app = HistoryApp(state_dir, history_read_ahead_s=0.05, history_recheck_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await read_ahead(app, pilot)
         screen = HistoryScreen.shared(app)
-        await pilot.pause(0.4)  # several looks: nothing changed
+        # several looks that found nothing changed (counted, not a fixed pause)
+        looked = looks.calls
+        await wait_until(pilot, lambda: looks.calls >= looked + 3, "three more looks")
         assert reads.calls == 1
         write_history(state_dir, agents=5)
         version = history_version(state_dir)  # a look between two files reads twice
@@ -484,6 +506,7 @@ async def test_coming_back_to_an_unchanged_history_reads_nothing(
     write_history(state_dir)
     reads = spy_on(monkeypatch, read_module, "read_history")
     shown_loading = spy_on(monkeypatch, HistoryScreen, "_show_loading")
+    checks = spy_on(monkeypatch, HistoryScreen, "_reload_if_rebuilt")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_history(pilot)
@@ -494,7 +517,10 @@ async def test_coming_back_to_an_unchanged_history_reads_nothing(
             await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
             await pilot.press("h")
             await wait_until(pilot, lambda: app.screen is screen, "the History screen")
-        await pilot.pause(0.2)
+        # each return's check has run to its end (counted, not a fixed pause)
+        await wait_until(pilot, lambda: checks.calls == 2, "both returns' checks")
+        await wait_until(pilot, lambda: not loading_workers(app), "the checks' end")
+        await pilot.pause()
         assert (reads.calls, shown_loading.calls, screen.load_count) == (1, 0, 1)
         assert [chart.draws for chart in screen.query(HistoryChart)] == draws
         assert charts_shown(screen)

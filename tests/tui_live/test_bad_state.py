@@ -34,19 +34,32 @@ async def still_responds(pilot: Pilot[object], app: ControlRoomApp) -> None:
     await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), "help closed")
 
 
-async def test_corrupt_database_is_a_notice(state_dir: Path, make_app: MakeApp) -> None:
+async def test_corrupt_database_is_a_notice(
+    state_dir: Path, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A state.db that is not a database: a clear notice, and the app stays usable."""
     state_dir.mkdir(parents=True)
     garbage = b"this is not sqlite " * 500
     (state_dir / "state.db").write_bytes(garbage)
     app = make_app()
+    polls: list[int] = []
+    poll = app.source.poll
+
+    def counted_poll(cursor: int) -> object:
+        polls.append(cursor)
+        return poll(cursor)
+
+    monkeypatch.setattr(app.source, "poll", counted_poll)
     # the row names the full path, which is longer under xdist (.../popen-gw1/...)
     wide = (max(SIZE[0], len(str(state_dir)) + 80), SIZE[1])
     async with app.run_test(size=wide) as pilot:
         notice = await wait_notice(pilot, app, "not an orchestrate database")
         assert "state.db" in notice
         await still_responds(pilot, app)
-        await pilot.pause(1.0)  # the start and several polls have met the problem by now
+        # the start and several polls have met the problem (counted, not a fixed pause);
+        # each poll's failure is posted before the next poll, then handled here
+        await wait_until(pilot, lambda: len(polls) >= 4, "several polls")
+        await pilot.pause()
         said = [n.message for n in app._notifications if "not an orchestrate" in n.message]
         assert len(said) == 1, said  # one notice, not one from the start and one from the poll
         # and it stays on screen after the notice fades: never an empty, healthy registry

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
 import subprocess
 import sys
@@ -10,9 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from registry.jobs import Registry
+from tests.ci import require_module
 
 DEADLINE_S = 30.0
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,10 +86,10 @@ def test_watch_shows_the_registry_help_and_quits(state_dir: Path, tmux_socket: s
         time.sleep(0.1)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("app.control") is None, reason="needs app.control")
 def test_watch_demo_runs_real_agents(state_dir: Path, tmux_socket: str) -> None:
     """`orchestrate watch --demo`: demo agents appear as rows and move to completed;
     quitting stops those still running (one waits for a permission answer)."""
+    require_module("app.control")
     pane = TuiPane(tmux_socket)
     argv = [sys.executable, "-m", "app", "watch", "--demo", "--agents", "2"]
     pane.start(argv, watch_env(state_dir, tmux_socket) | {"ORCHESTRATE_DEMO_DELAY": "0.2"})

@@ -24,10 +24,11 @@ from registry.events import build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.signing import sign
+from tests.ci import require_module
 from tests.mosquitto_fixture import RunningBroker
 from tests.polling import poll_until
 
-control = pytest.importorskip("app.control")
+control = require_module("app.control")
 
 SIZE = (120, 40)
 SLEEPER = ["sleep", "120"]
