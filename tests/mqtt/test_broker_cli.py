@@ -16,7 +16,7 @@ import pytest
 from bus.broker import control_password, free_port
 from bus.errors import BrokerAuthError
 from bus.mqtt import BrokerConfig, publish_once
-from tests.mqtt.conftest import MOSQUITTO
+from tests.plugin.mosquitto import MOSQUITTO
 
 CONFIG_FILES = ("mosquitto.conf", "broker.json")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from bus.mqtt import MqttSubscriber
 from bus.outbox import Confirmation, Outbox
 from bus.outbox_sender import OutboxFlusher, deliver
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from memory_source import FIXED_NOW, InMemorySource, demo_source
-
 from app.tui.source import AnswerOutcome, AnswerReply, Delta, StopMode
+from tests.tui.memory_source import FIXED_NOW, InMemorySource, demo_source
 
 
 class FakeSource(InMemorySource):

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import jobs_table, notices, select_job, status_of, wait_notice, wait_until
 from textual.widgets import Input
 
 from app.settings import Settings
@@ -21,6 +20,14 @@ from app.tui.screens.history import HistoryScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
+from tests.tui.live.live_helpers import (
+    jobs_table,
+    notices,
+    select_job,
+    status_of,
+    wait_notice,
+    wait_until,
+)
 
 orchestration = pytest.importorskip("app.orchestration")
 

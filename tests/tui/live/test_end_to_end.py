@@ -15,7 +15,7 @@ import pytest
 from registry.jobs import Registry
 
 DEADLINE_S = 30.0
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class TuiPane:
