@@ -105,7 +105,7 @@ def switch_from_env(name: str, env: Mapping[str, str] | None = None) -> bool:
 def notify_cmd_from_env(env: Mapping[str, str] | None = None) -> str:
     """ORCHESTRATE_NOTIFY_CMD: the command run (argv words, never a shell) with a job's
     JSON on stdin when it starts waiting on a person or ends; "" for none. Checked
-    where it is used (app/orchestration/notify.py), so the message names the flag too."""
+    where it is used (app/supervision/notify.py), so the message names the flag too."""
     env = os.environ if env is None else env
     return env.get(NOTIFY_CMD_ENV, "").strip()
 

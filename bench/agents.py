@@ -87,7 +87,7 @@ def draw_aider(state: str, rng: random.Random) -> None:
 
 # -- the harness -----------------------------------------------------------------
 def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str, object]:
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
     from app.settings import Settings
 
     state = Path(tempfile.mkdtemp(prefix=f"bench-agents-{mode}-")) / "state"

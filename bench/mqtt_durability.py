@@ -34,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bus.broker import Mosquitto, free_port, write_config
+from bus.delivery_sender import deliver
 from bus.mqtt import BrokerConfig, MqttPublisher, MqttSubscriber, publish_once
-from bus.outbox_sender import deliver
 from registry.delivery import AgentOutbox, applied_topic
 from registry.events import build_event
 from registry.jobs import Registry

@@ -130,7 +130,7 @@ def check_runs_unprivileged(directory: Path) -> None:
         raise BrokerSetupError(
             f"as root, mosquitto runs as user {BROKER_USER!r}, which cannot reach "
             f"{directory} (a parent directory is private): pass --dir somewhere it can "
-            "reach, e.g. /var/lib/orchestrate/broker"
+            "reach, or none for the default (bus/broker_home.py)"
         )
 
 

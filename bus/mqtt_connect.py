@@ -1,7 +1,7 @@
 """Opening an MQTT connection in the calling thread: CONNACK, the broker's limits, retries.
 
 Shared by the publishers (``bus.mqtt_publisher``) and the outbox sender
-(``bus.outbox_sender``). Failures are typed: ``MqttTlsError`` and
+(``bus.delivery_sender``). Failures are typed: ``MqttTlsError`` and
 ``BrokerAuthError`` cannot be fixed by retrying, ``BrokerUnavailable`` may be.
 """
 

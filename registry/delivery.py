@@ -3,7 +3,7 @@
 An event counts as delivered when it is in the registry, not when a broker
 has it (a broker killed before its autosave loses what it acknowledged). So
 an agent on another host keeps each event in a durable outbox
-(``bus.outbox``, one stream per job, positions = seqs) until the control room
+(``bus.delivery_outbox``, one stream per job, positions = seqs) until the control room
 confirms it, and the control room's ingest bridge confirms, after each
 commit, what the registry holds of the job: a retained message on
 ``<topic_prefix>/applied`` beside the job's ``<topic_prefix>/events``.
@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bus.outbox import Confirmation, Outbox, OutboxMessage
+from bus.delivery_outbox import Confirmation, Outbox, OutboxMessage
 from registry.errors import InvalidEvent
 from registry.events import Event
 from registry.remote_seq import reserved
+from registry.vocabulary import JobStatus
 
 if TYPE_CHECKING:
     from registry.records import Job
@@ -33,7 +34,7 @@ OUTBOX_DIR = "outbox"
 OUTBOX_NAME = "outbox.db"
 EVENTS_SUFFIX = "/events"
 APPLIED_SUFFIX = "/applied"
-_ENDED_BY_EVENT = ("completed", "error")
+_ENDED_BY_EVENT = (JobStatus.COMPLETED, JobStatus.ERROR)
 
 
 def outbox_path(state_dir: Path) -> Path:
@@ -53,7 +54,7 @@ def confirmation_for(job: Job, epoch: str) -> Confirmation:
     floor = job.seq_floor
     through = max(job.max_seen_seq, floor)
     missing = tuple((max(a, floor + 1), b) for a, b in job.missing_seqs if b > floor)
-    if job.status == "cancelled":
+    if job.status == JobStatus.CANCELLED:
         closed = True
     elif job.status in _ENDED_BY_EVENT:
         result = job.result if isinstance(job.result, dict) else {}

@@ -34,7 +34,7 @@ from typing import Literal
 from bus.db import BUSY_TIMEOUT_MS, connect
 from bus.errors import BusError
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
-from registry.confirmer import Confirmer
+from registry.delivery_confirmer import Confirmer
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
@@ -195,7 +195,7 @@ class IngestBridge:
             reconnect_max_s=self.reconnect_max_s,
         )
         self._subscriber = sub
-        # End-to-end delivery: tell publishers what is committed (registry.confirmer).
+        # End-to-end delivery: tell publishers what is committed (registry.delivery_confirmer).
         confirmer = Confirmer(lambda topic, payload: sub.publish(topic, payload, retain=True))
         announced = 0
         sub.start()

@@ -1,7 +1,7 @@
 """An agent host in tests: stopping the background outbox flushers its `publish` started.
 
 `orchestrate publish` on an agent host leaves `publish --flush --follow` running
-until the control room confirms every event (app/commands/flusher.py). A test
+until the control room confirms every event (app/commands/delivery_flusher.py). A test
 that ends before that must stop it: its pid is in the lock file it holds.
 """
 

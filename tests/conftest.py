@@ -47,7 +47,7 @@ def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 @pytest.fixture(scope="session", autouse=True)
 def no_background_supervisor() -> Iterator[None]:
     """Tests judge supervision passes themselves: a background supervisor beside them
-    would take their observations first (tests/orchestration/test_supervisor.py
+    would take their observations first (tests/supervision/test_supervisor.py
     switches it on for its own state dir)."""
     saved = os.environ.get("ORCHESTRATE_SUPERVISOR")
     os.environ["ORCHESTRATE_SUPERVISOR"] = "off"

@@ -23,12 +23,12 @@ Answer = Literal["yes", "no", "always"]
 ANSWERS: tuple[Answer, ...] = ("yes", "no", "always")
 
 PROMPT_WORD = "{prompt}"
-"""An argv word the launcher replaces by the prompt text itself (one word, no shell)."""
+"""An argv word the pane runner replaces by the prompt text itself (one word, no shell)."""
 APP_SERVER = "codex_app_server"
 """A launch plan's ``extra`` entry for a companion app-server (argv, socket, log,
-fallback_argv), which the launcher runs beside the agent."""
+fallback_argv), which the pane runner runs beside the agent."""
 PROMPT_FILE_WORD = "{prompt_file}"
-"""An argv word the launcher replaces by the path of the file holding the prompt."""
+"""An argv word the pane runner replaces by the path of the file holding the prompt."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class LaunchPlan:
     prompt: str | None = None
     """The text to give instead of the job's prompt (a resume says "continue")."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """For the launcher: a companion process to run beside the agent (Codex's own
+    """For the pane runner: a companion process to run beside the agent (Codex's own
     app-server, see app/agents/codex_bridge.py)."""
 
 

@@ -4,10 +4,10 @@ Under ``submit --approvals control-room`` a Codex job's pane runs three things,
 all in the pane's process group (so killing the pane, or tmux, ends them all):
 
 * ``codex app-server --listen unix://<job>/codex-app-server.sock``, started by the
-  launcher, where the turns run;
+  pane runner, where the turns run;
 * the Codex TUI, joined to it with ``--remote unix://…`` (the person still sees,
   and may answer, its dialogs);
-* this bridge, a thread of the launcher: a second client that ``thread/resume``s
+* this bridge, a thread of the pane runner: a second client that ``thread/resume``s
   the job's threads. It records each ``item/commandExecution/requestApproval`` (and
   file-change approval) as the job's wait, with its command; the decision given
   with `orchestrate answer` or the control room's y/N (a ``job.decision`` on the

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from app.agents.base import PROMPT_FILE_WORD, AgentAdapter, Keys, LaunchContext, LaunchPlan
 from app.agents.generic import YES_NO_RULES
 
-START = (sys.executable, "-m", "app.demo_agent", PROMPT_FILE_WORD)
+START = (sys.executable, "-m", "app.agents.demo_cli", PROMPT_FILE_WORD)
 
 
 class Demo(AgentAdapter):

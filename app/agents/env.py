@@ -56,7 +56,7 @@ def pane_environment(
 
 
 def orchestrate_command() -> list[str]:
-    """How to run this install's `orchestrate` from anywhere (hooks, the launcher)."""
+    """How to run this install's `orchestrate` from anywhere (hooks, the pane runner)."""
     script = bin_dir() / "orchestrate"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]

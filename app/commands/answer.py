@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.orchestration.answering import parse_answer
 from app.settings import Settings
 

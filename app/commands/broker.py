@@ -23,18 +23,33 @@ from bus.broker import (
 )
 from bus.broker_checks import check_port
 from bus.broker_config import CONTROL_SECRET_NAME
+from bus.broker_home import ROOT_BROKER_HOME, default_broker_dir, prepare_root_home
+from bus.broker_tls import BROKER_USER
 
 DIR_OPTION = click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Broker directory (default: <state dir>/broker).",
+    help="Broker directory (default: <state dir>/broker; as root, under "
+    f"{ROOT_BROKER_HOME}, where user mosquitto can reach it).",
 )
 
 
-def broker_dir(ctx: click.Context, directory: Path | None) -> Path:
+def broker_dir(ctx: click.Context, directory: Path | None, *, create: bool = False) -> Path:
+    """``--dir``, else the state directory's broker (``bus.broker_home``: as root, one
+    user ``mosquitto`` can reach). ``create``: make root's broker home, and say where
+    it is, since it is not under the state directory."""
     settings: Settings = ctx.obj
-    return (directory or settings.state_dir / "broker").expanduser().resolve()
+    if directory is not None:
+        return directory.expanduser().resolve()
+    target = default_broker_dir(settings.state_dir)
+    if target.parent == ROOT_BROKER_HOME and create:
+        prepare_root_home()
+        click.echo(
+            f"broker dir {target} (as root, mosquitto runs as user {BROKER_USER!r}, "
+            f"which cannot reach the private state directory {settings.state_dir})"
+        )
+    return target.expanduser().resolve()
 
 
 def env_hint(directory: Path, settings: BrokerSettings) -> str:
@@ -110,7 +125,7 @@ def config_command(
     prefix: str,
 ) -> None:
     """Write mosquitto.conf, the password file and the ACL (no anonymous clients)."""
-    target = broker_dir(ctx, directory)
+    target = broker_dir(ctx, directory, create=True)
     users = [BrokerUser.parse(spec, "worker") for spec in workers]
     users += [BrokerUser.parse(spec, "control") for spec in controls]
     tls = tls or require_certificate
@@ -134,7 +149,7 @@ def start_command(
     ctx: click.Context, directory: Path | None, port: int | None, allow_anonymous: bool
 ) -> None:
     """Start mosquitto in the background (a hardened loopback config if none exists yet)."""
-    target = broker_dir(ctx, directory)
+    target = broker_dir(ctx, directory, create=True)
     if port is not None:
         check_port(port)
     # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from app.orchestration import MAX_DEMO_AGENTS, Orchestrator
-from app.orchestration.demo import start_demo
+from app.control import MAX_DEMO_AGENTS, Orchestrator
+from app.control.demo_fleet import start_demo
 from app.settings import Settings
 
 

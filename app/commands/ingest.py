@@ -18,6 +18,7 @@ from types import FrameType
 
 import click
 
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from registry.ingest import IngestBridge
 from registry.jobs import Recorded
@@ -76,6 +77,7 @@ def announce(bridge: IngestBridge, stop: threading.Event, patience_s: float = 3.
 @click.option("--broker", "host", metavar="HOST", help="Broker host (default: $MQTT_BROKER).")
 @click.option("--port", type=click.IntRange(1, 65535), metavar="N", help="Broker port.")
 @click.option("--quiet", is_flag=True, help="Do not print committed events.")
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def ingest(
     settings: Settings, prefix: str, host: str | None, port: int | None, quiet: bool

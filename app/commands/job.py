@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import cell, dumps, shown
 from registry.errors import InvalidJobInput
@@ -183,6 +184,7 @@ def _age(stamp: str, now: datetime) -> str:
 @job.command()
 @JOB_OPTION
 @click.option("--show-token", is_flag=True, help="Include auth_token and broker password.")
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def get(settings: Settings, job_id: str, show_token: bool) -> None:
     """Print one job record as JSON (a job run in its own work tree: with its
@@ -226,7 +228,7 @@ def pick(settings: Settings, agent_session: str) -> None:
 def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
     """Cancel a pending or running job, and stop its agent (its own exit keys, then its
     pane is killed after a grace period), as the control room's c does."""
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
     done = Orchestrator(settings).cancel(job_id, by=f"{getpass.getuser()} (cli)", reason=reason)
     click.echo(f"{job_id}: {done.status}")
@@ -245,7 +247,7 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
     queued again for a worker to pick."""
-    from app.orchestration import OrchestrationError, Orchestrator
+    from app.control import OrchestrationError, Orchestrator
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")

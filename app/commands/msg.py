@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from app.commands.json_argument import read_json_argument
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import dumps
 from bus.errors import InvalidPayload
@@ -74,6 +75,7 @@ def msg() -> None:
 @click.option(
     "--id", "msg_id", metavar="ID", help="Message id (retries with the same id are no-ops)."
 )
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def send(
     settings: Settings,
@@ -140,6 +142,7 @@ def emit_message(message: Message) -> None:
     help="Reader (default: $ORCHESTRATE_JOB or hq).",
 )
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def poll(settings: Settings, agent: str | None, limit: int) -> None:
     """Print unacknowledged messages as JSON lines (does not move the cursor)."""
@@ -155,6 +158,7 @@ def poll(settings: Settings, agent: str | None, limit: int) -> None:
     callback=checked_agent,
     help="Reader (default: $ORCHESTRATE_JOB or hq).",
 )
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def ack(settings: Settings, seq: int, agent: str | None) -> None:
     """Acknowledge everything up to SEQ after processing it (never moves back)."""
@@ -168,6 +172,7 @@ def ack(settings: Settings, seq: int, agent: str | None) -> None:
     "--since", type=click.IntRange(0, MAX_SEQ), help="Start after this seq (default: now)."
 )
 @click.option("--count", type=click.IntRange(min=1), help="Exit after this many messages.")
+@ALWAYS_JSON_OPTION
 @click.pass_obj
 def follow(settings: Settings, task: str | None, since: int | None, count: int | None) -> None:
     """Tail the bus as JSON lines, like tail -f (stateless: no cursor moves)."""

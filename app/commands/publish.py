@@ -15,7 +15,7 @@ where the registry is:
   the control room's ingest bridge records it and confirms it, and only then
   does the outbox let it go. Exit 0 means: in the outbox and acknowledged by
   the broker. Whatever is not confirmed yet when this exits is re-sent by a
-  background ``orchestrate publish --flush --follow`` (``app.commands.flusher``),
+  background ``orchestrate publish --flush --follow`` (``app.commands.delivery_flusher``),
   which this starts when none runs. This path does not import the registry's
   database code.
 """
@@ -29,14 +29,15 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from app.commands.json_argument import read_json_argument
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import json_text
 from registry.errors import InvalidEvent
 from registry.events import Event, build_event
 
 if TYPE_CHECKING:
+    from bus.delivery_outbox import OutboxMessage
     from bus.mqtt_config import BrokerConfig
-    from bus.outbox import OutboxMessage
     from registry.delivery import AgentOutbox
     from registry.jobs import Recorded
     from registry.records import Job
@@ -108,6 +109,7 @@ def parse_data(text: str | None) -> dict[str, object]:
     help="--flush: seconds to wait for the confirmations.",
 )
 @click.option("--follow", is_flag=True, hidden=True, help="--flush: the background flusher.")
+@ALWAYS_JSON_OPTION
 @click.pass_context
 def publish(
     ctx: click.Context,
@@ -215,9 +217,9 @@ def deliver_queued(
 ) -> None:
     """Send an event the outbox holds; leave a background flusher to finish the job
     when the control room has not confirmed everything (see the module doc)."""
-    from app.commands.flusher import flusher_running, start_flusher
+    from app.commands.delivery_flusher import flusher_running, start_flusher
+    from bus.delivery_sender import deliver
     from bus.errors import BrokerAuthError, MqttConfigError, MqttError, MqttTlsError, PublishRefused
-    from bus.outbox_sender import deliver
     from registry.delivery import applied_topic
 
     running = flusher_running(settings.state_dir, config.url)
@@ -256,7 +258,7 @@ def deliver_queued(
 
 def flush_outbox(settings: Settings, *, follow: bool, wait_s: float) -> None:
     """`publish --flush`: send what the outbox holds; exit 1 if some stays unconfirmed."""
-    from app.commands.flusher import flush
+    from app.commands.delivery_flusher import flush
 
     confirmed, left = flush(settings.state_dir, follow=follow, wait_s=wait_s)
     if follow:

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from app.terminal.output import cell
 from registry.activity import interruption

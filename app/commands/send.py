@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 
 

@@ -6,9 +6,10 @@ import sys
 
 import click
 
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.commands.workdir import WORKDIR
-from app.orchestration import Orchestrator
-from app.orchestration.launches import split_command
+from app.control import Orchestrator
+from app.control.launch import split_command
 from app.settings import Settings
 from app.terminal.output import dumps
 from app.tmux.errors import TmuxNotInstalled
@@ -17,7 +18,7 @@ from registry.sessions import Session
 
 @click.group()
 def session() -> None:
-    """Create, list, stop, resume and watch agent sessions (tmux sessions by label)."""
+    """Create, list, show, stop, resume and watch agent sessions (tmux sessions by label)."""
 
 
 @session.command()
@@ -49,6 +50,20 @@ def list_sessions(settings: Settings, as_json: bool) -> None:
         sys.stdout.write(dumps([s.to_dict() for s in sessions], indent=2) + "\n")
         return
     click.echo(format_table(sessions))
+
+
+@session.command()
+@click.argument("label")
+@ALWAYS_JSON_OPTION
+@click.pass_obj
+def get(settings: Settings, label: str) -> None:
+    """Print one session record as JSON, reconciled with live tmux first as `list` is."""
+    orchestrator = Orchestrator(settings)
+    try:
+        orchestrator.reconcile_sessions()
+    except TmuxNotInstalled as error:  # the record is still worth showing
+        click.echo(f"orchestrate: {error}; showing the record without checking tmux", err=True)
+    sys.stdout.write(dumps(orchestrator.sessions.get(label).to_dict(), indent=2) + "\n")
 
 
 def format_table(sessions: list[Session]) -> str:

@@ -13,8 +13,8 @@ import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
-from app.orchestration import Orchestrator
-from app.orchestration.launches import split_command
+from app.control import Orchestrator
+from app.control.launch import split_command
 from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.events import Event
@@ -122,7 +122,7 @@ def submit(
             detail = f": {event.detail}" if event.detail else ""
             click.echo(f"[{event.job_id}] {event.event}{detail}", err=True)
 
-    from app.orchestration.waiting import wait_for_job
+    from app.control.submit_wait import wait_for_job
 
     outcome = wait_for_job(
         orchestrator,

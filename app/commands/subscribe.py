@@ -25,6 +25,7 @@ import time
 
 import click
 
+from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.settings import Settings
 from app.terminal.output import json_text
 from bus.mqtt import resolve_broker
@@ -96,6 +97,7 @@ SECONDS = click.FloatRange(0, MAX_TIMEOUT_SEC, min_open=True)
     callback=finite_seconds,
     help=f"Seconds without an event (default: the jobs', else {DEFAULT_IDLE_TIMEOUT_SEC}).",
 )
+@ALWAYS_JSON_OPTION
 @click.pass_context
 def subscribe(
     ctx: click.Context,

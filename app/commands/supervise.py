@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from app.orchestration import Orchestrator
-from app.orchestration.notify import background_watch
-from app.orchestration.supervisor import IDLE_EXIT_SEC, PASS_INTERVAL_SEC
-from app.orchestration.supervisor import supervise as run
+from app.control import Orchestrator
 from app.settings import Settings, notify_cmd_from_env
+from app.supervision.notify import background_watch
+from app.supervision.supervisor import IDLE_EXIT_SEC, PASS_INTERVAL_SEC
+from app.supervision.supervisor import supervise as run
 
 
 @click.command()

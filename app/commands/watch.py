@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.orchestration import MAX_DEMO_AGENTS
+from app.control import MAX_DEMO_AGENTS
 from app.settings import (
     BELL_ENV,
     NOTIFY_CMD_ENV,
@@ -54,7 +54,7 @@ def watch(
     notify_cmd: str | None,
 ) -> None:
     """Open the control room: live jobs, sessions, events and actions."""
-    from app.orchestration.notify import NotifyCommand
+    from app.supervision.notify import NotifyCommand
 
     command = (
         NotifyCommand.parse(notify_cmd)

@@ -1,23 +1,5 @@
-"""The orchestration layer: jobs and sessions from the registry, acted out in tmux."""
+"""Holds ``answering.py`` until it moves into the approvals room (issue 32).
 
-from __future__ import annotations
-
-from app.orchestration.demo import MAX_DEMO_AGENTS
-from app.orchestration.errors import (
-    AgentNotStarted,
-    NotWaitingForPermission,
-    OrchestrationError,
-    UnknownAgent,
-)
-from app.orchestration.orchestrator import Orchestrator
-from app.orchestration.reconcile import ReconcileReport
-
-__all__ = [
-    "MAX_DEMO_AGENTS",
-    "AgentNotStarted",
-    "NotWaitingForPermission",
-    "OrchestrationError",
-    "Orchestrator",
-    "ReconcileReport",
-    "UnknownAgent",
-]
+The rest of what was here now lives in ``app/control/`` (jobs, sessions, panes,
+the Orchestrator) and ``app/supervision/`` (observer, reconcile, supervisor, notify).
+"""

@@ -19,8 +19,8 @@ from app.agents import adapter_for
 from app.agents.base import ANSWERS, Answer
 from app.agents.hook import DECISION_TYPE
 from app.agents.screen import match_screen
-from app.orchestration.errors import NotWaitingForPermission
-from app.orchestration.launches import LaunchRecord
+from app.control.errors import NotWaitingForPermission
+from app.control.launch import LaunchRecord
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import AnswerNotReceived

@@ -30,9 +30,10 @@ from registry.activity import Observation
 from registry.errors import IllegalTransition, RegistryError
 from registry.jobs import Registry
 from registry.review import LIVE, JobMove, Review, ReviewStore
+from registry.vocabulary import Activity, JobStatus, ReviewState
 
 if TYPE_CHECKING:
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class ReviewFlow:
             if self._make_orchestrator is not None:
                 self._orchestrator = self._make_orchestrator()
             else:
-                from app.orchestration import Orchestrator
+                from app.control import Orchestrator
 
                 self._orchestrator = Orchestrator(self.settings, tmux_socket=self.tmux_socket)
         return self._orchestrator
@@ -98,17 +99,18 @@ class ReviewFlow:
         if job.at_ms < review.updated_at_ms:
             return None  # the job's last move is older than the review's (a reject)
         job_id, live = review.job_id, (review.state,)
-        if review.state in ("CANCELLED", "FAILED"):
+        if review.state in (ReviewState.CANCELLED, ReviewState.FAILED):
             return self.reviews.move(job_id, "resume", "its job was resumed", expect=live)
-        if review.state == "ASSIGNED" and job.status in ("running", "completed"):
+        started_or_done = job.status in (JobStatus.RUNNING, JobStatus.COMPLETED)
+        if review.state == ReviewState.ASSIGNED and started_or_done:
             started = job.started_at_ms if job.started_at_ms is not None else job.at_ms
             review = self.reviews.move(job_id, "start", "agent started", at_ms=started, expect=live)
-            if job.status == "running":
+            if job.status == JobStatus.RUNNING:
                 return review
-        if job.status == "completed":
+        if job.status == JobStatus.COMPLETED:
             return self.on_work_finished(job_id, one_line(job.reason), at_ms=job.at_ms)
-        if job.status in ("error", "cancelled"):
-            transition = "fail" if job.status == "error" else "cancel"
+        if job.status in (JobStatus.ERROR, JobStatus.CANCELLED):
+            transition = "fail" if job.status == JobStatus.ERROR else "cancel"
             why = one_line(f"job {job.status}: {job.reason}")
             return self.reviews.move(job_id, transition, why, at_ms=job.at_ms)
         return None
@@ -124,18 +126,23 @@ class ReviewFlow:
         """Send ``message`` to the job's agent (pasted into its pane, then Enter) and
         put the job back to WORKING. Refused, with nothing sent, unless the job is
         IN_REVIEW (or APPROVED: its merge conflicted, and its agent is to resolve
-        that), still running (an ended job's next round would never come up for
-        review) and its agent's pane is alive.
+        that) and its agent's pane is alive.
+
+        A job its agent reported completed while staying in its pane (a `--done-when
+        exit` agent that has not exited yet) runs again first, as a follow-up sent
+        with `orchestrate send` does: its next `completed` brings the next round up
+        for review. A job that ended otherwise (failed, cancelled) takes no more work.
 
         The agent is recorded as working on the changes before the review moves, so
         its idle from before the paste is never taken for the end of the new round."""
+        from app.supervision import supervisor
         from app.tmux.paste import paste_into_pane, pasteable
 
         review = self.reviews.get(job_id)
         states.next_state(states.WORKER, review.state, "reject", job_id)
         text = pasteable(message)
         job = self.registry.get(job_id)
-        if job.status != "running":
+        if job.status not in (JobStatus.RUNNING, JobStatus.COMPLETED):
             raise IllegalTransition(
                 f"job {job_id} has ended ({job.status}): its agent takes no more work; "
                 "approve it, discard it, or submit a new job"
@@ -146,14 +153,19 @@ class ReviewFlow:
             raise IllegalTransition(
                 f"job {job_id} has no live agent pane to send the changes to (its agent has exited)"
             )
+        if job.status == JobStatus.COMPLETED:
+            self.registry.follow_up(job_id, f"changes requested: {one_line(text)}")
+            supervisor.ensure_started(self.settings.state_dir, orchestrator.driver.socket_name)
         paste_into_pane(orchestrator.driver, pane_id, text)
         with contextlib.suppress(RegistryError):  # it ended meanwhile: the move says so
-            self.registry.observe(job_id, Observation("working", "review", "changes requested"))
+            self.registry.observe(
+                job_id, Observation(Activity.WORKING, "review", "changes requested")
+            )
         return self.reviews.move(
             job_id,
             "reject",
             f"changes requested: {one_line(text)}",
-            expect=("IN_REVIEW", "APPROVED"),
+            expect=(ReviewState.IN_REVIEW, ReviewState.APPROVED),
         )
 
     def discard(self, job_id: str) -> Discarded:
@@ -172,7 +184,7 @@ class ReviewFlow:
         """Cancel the job if it is still live, and close its pane (the work tree is
         about to disappear from under it); whether the job was cancelled."""
         job = self.registry.get(job_id)
-        if job.status not in ("pending", "running"):
+        if job.status not in (JobStatus.PENDING, JobStatus.RUNNING):
             return False
         self.registry.cancel(job_id, "discarded by user")
         try:

@@ -223,7 +223,7 @@ class TmuxDriver(PaneControl):
     ) -> str:
         """Start an agent in a new window of `label`'s session; returns its pane id.
 
-        The pane runs orchestrate's launcher (app/agents/launcher.py), never a
+        The pane runs orchestrate's pane runner (app/agents/pane_runner.py), never a
         shell with the prompt in it: the prompt goes as one argv word where
         `command_argv` holds "{prompt}", as the file's path where it holds
         "{prompt_file}"; `deliver="paste"` pastes it once the agent is ready.
@@ -301,8 +301,8 @@ class TmuxDriver(PaneControl):
         paste_text: Path | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> str:
-        """Open a window whose launcher waits until pipe-pane is set, then runs argv."""
-        from app.agents.launcher import LaunchSpec, delivery_of, window_command
+        """Open a window whose pane runner waits until pipe-pane is set, then runs argv."""
+        from app.agents.pane_runner import LaunchSpec, delivery_of, window_command
 
         if not command_argv:
             raise TmuxCommandFailed("agent command is empty")
@@ -353,7 +353,7 @@ class TmuxDriver(PaneControl):
         # pipe-pane expands its command as a format: a state dir holding "#(...)" would run
         pipe = format_literal(f"cat >> {shlex.quote(str(log))}")
         self._check(pane.cmd("pipe-pane", "-o", pipe), "pipe-pane")
-        # The launcher waits on this channel: the command starts only now,
+        # The pane runner waits on this channel: the command starts only now,
         # after pipe-pane and remain-on-exit are in place.
         self._check(self.server.cmd("wait-for", "-S", spec.channel), "wait-for")
         return str(pane.pane_id)

@@ -49,7 +49,7 @@ _PANE_ID = re.compile(r"%[0-9]+")
 
 
 def read_exit_file(path: Path) -> int | None:
-    """The status the pane's launcher recorded, or None if it has not (yet) written one."""
+    """The status the pane runner recorded, or None if it has not (yet) written one."""
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError:

@@ -19,7 +19,7 @@ from typing import Any
 from rich.control import Control
 from textual.app import App
 
-from app.orchestration.notify import Notifier, NotifyCommand
+from app.supervision.notify import Notifier, NotifyCommand
 from app.tui.source import JobRow
 from registry.needs_you import Signal, Watched, changes, prime, waiting_title
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, cast
 # once Textual has replaced stdout: import it here, before any app runs.
 from app.agents import adapter_for, built_in_adapters
 from app.agents.base import ANSWERS as ANSWER_ORDER
-from app.orchestration import Orchestrator
-from app.orchestration.demo import start_demo, stop_demo
-from app.orchestration.errors import NotWaitingForPermission
+from app.control import Orchestrator
+from app.control.demo_fleet import start_demo, stop_demo
+from app.control.errors import NotWaitingForPermission
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.review.worktree import default_worktree

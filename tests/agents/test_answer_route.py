@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from app.control.launch import LaunchRecord
 from app.orchestration.answering import awaits_decision
-from app.orchestration.launches import LaunchRecord
 from registry.activity import Observation
 from registry.jobs import Registry
 

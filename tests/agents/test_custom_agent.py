@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.config import AgentConfigError, read_file
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 
 MYBOT = Path(__file__).resolve().parent / "mybot.py"
 CONFIG = f"""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration.observer import SCREEN_CONFIRM_SEC, AgentObserver
+from app.supervision.observer import SCREEN_CONFIRM_SEC, AgentObserver
 from app.tmux.models import PaneStatus
 from registry.activity import Observation
 from registry.jobs import Registry
@@ -149,8 +149,8 @@ def test_an_idle_agent_that_just_got_to_work_is_not_completed(
     only if its activity is still the idle it judged."""
     from types import SimpleNamespace
 
-    from app.orchestration.observer import Verdict
-    from app.orchestration.reconcile import Reconciler, ReconcileReport
+    from app.supervision.observer import Verdict
+    from app.supervision.reconcile import Reconciler, ReconcileReport
 
     job_id = running(registry, "gemini")
     registry.observe(job_id, Observation("idle", "screen:gemini.idle"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from tests.agents.agent_cases import AGENTS, AgentCase
 from tests.agents.clis import require
 from tests.agents.fake_models.script import Reply, Script

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bus.broker import control_password, free_port
+from bus.broker_home import ROOT_BROKER_HOME, default_broker_dir
 from bus.errors import BrokerAuthError
 from bus.mqtt import BrokerConfig, publish_once
 from tests.plugin.mosquitto import MOSQUITTO
@@ -224,6 +226,52 @@ def test_as_root_a_directory_the_broker_user_cannot_reach_is_refused(  # type: i
     cli, state_dir: Path
 ) -> None:
     """It used to be written `user root`; now one line names the way out, nothing is written."""
-    result = cli("broker", "config")  # <state dir>/broker, under pytest's private tree
+    assert cli("job", "list").returncode == 0  # makes the state dir, private
+    private = state_dir / "broker"
+    result = cli("broker", "config", "--dir", str(private))  # under a private tree
     assert "cannot reach" in one_line_error(result) and "--dir" in result.stderr
-    assert not (state_dir / "broker" / "mosquitto.conf").exists()
+    assert not (private / "mosquitto.conf").exists()
+
+
+@pytest.fixture
+def root_broker_home(state_dir: Path) -> Iterator[Path]:
+    """The directory root's default broker for this state dir gets, removed after."""
+    home = default_broker_dir(state_dir)
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's broker drops privileges")
+def test_as_root_the_default_broker_works_after_another_command_made_the_state_dir(  # type: ignore[no-untyped-def]
+    cli, state_dir: Path, root_broker_home: Path
+) -> None:
+    """`broker config` and `broker start` with no --dir were refused once any command
+    had made the (private) state dir. The default now lives where user mosquitto
+    can reach it, through directories it can traverse but not list, and the output
+    says where; the state dir stays private."""
+    assert cli("job", "list").returncode == 0
+    assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+    assert root_broker_home.parent == ROOT_BROKER_HOME
+    configured = cli("broker", "config")
+    assert configured.returncode == 0, configured.stderr
+    assert f"broker dir {root_broker_home} " in configured.stdout
+    assert (root_broker_home / "mosquitto.conf").exists()
+    for directory in (ROOT_BROKER_HOME, ROOT_BROKER_HOME.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) & 0o007 == 0o001  # traverse only
+    assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+    port = free_port()
+    started = cli("broker", "start", "--port", str(port))
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"broker dir {root_broker_home} " in started.stdout
+        assert f"on 127.0.0.1:{port}" in started.stdout
+        status = cli("broker", "status", "--json")
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["dir"] == str(root_broker_home)
+        password = control_password(root_broker_home)
+        control = BrokerConfig("127.0.0.1", port, username="orchestrate-control", password=password)
+        publish_once(control, "jobs/0000aaaa/applied", b"hello")
+    finally:
+        stopped = cli("broker", "stop")
+    assert stopped.returncode == 0 and "mosquitto stopped" in stopped.stdout

@@ -9,9 +9,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from bus.delivery_sender import OutboxFlusher, deliver
 from bus.errors import MqttError
 from bus.mqtt import MqttPublisher, publish_once
-from bus.outbox_sender import OutboxFlusher, deliver
 from registry.delivery import AgentOutbox, applied_topic
 from registry.events import Event, build_event
 from registry.ingest import IngestBridge

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bus.outbox import Outbox
+from bus.delivery_outbox import Outbox
 from registry.delivery import outbox_path
 from registry.jobs import Registry
 from registry.remote_seq import SEQ_DIR

@@ -1,5 +1,5 @@
 """An Orchestrator on the test's own state dir, tmux server and working directory, for
-every tier that runs jobs through orchestrate itself (orchestration, agents, review)."""
+every tier that runs jobs through orchestrate itself (control, supervision, agents, review)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:  # imported when a test asks for one: tiers without tmux load none of it
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def orch(state_dir: Path, tmux_socket: str, workdir: Path) -> Orchestrator:
     """An Orchestrator on this test's state dir and tmux server."""
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
     from app.settings import Settings
 
     return Orchestrator(Settings(state_dir=state_dir), tmux_socket=tmux_socket)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bus.outbox import Confirmation, Outbox
+from bus.delivery_outbox import Confirmation, Outbox
 from registry.delivery import AgentOutbox, applied_topic, confirmation_for, outbox_path
 from registry.errors import DuplicateEvent, EventAfterTerminal, InvalidEvent
 from registry.events import build_event
@@ -111,7 +111,7 @@ def test_the_confirmer_confirms_at_once_then_at_most_once_an_interval(registry: 
     """The first commit of a job is confirmed at once; a burst after it waits for the
     interval, then its last state goes out; an event on another job's topic is not
     confirmed there."""
-    from registry.confirmer import Confirmer
+    from registry.delivery_confirmer import Confirmer
 
     sent: list[tuple[str, Confirmation | None]] = []
     confirmer = Confirmer(

@@ -7,9 +7,10 @@ line typed into its pane afterwards is appended to `.agent-inbox` beside it
 (outside git's view: the tests' repos ignore it), echoed, and done as a prompt line.
 
 By default it reports `started` and `completed` itself (its job ends with that
-event). With `--rounds` it reports nothing and waits at a `fake> ` prompt after
-each piece of work, as the interactive CLIs do: a screen rule sees it idle, and
-each idle after its work is the end of a round (`done_when = "idle"`).
+event), and `completed` again after each line typed in. With `--rounds` it reports
+nothing and waits at a `fake> ` prompt after each piece of work, as the
+interactive CLIs do: a screen rule sees it idle, and each idle after its work is
+the end of a round (`done_when = "idle"`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from pathlib import Path
 PROMPT = "fake> "
 
 
-def publish(event: str, detail: str) -> None:
+def publish(event: str, detail: str, *, check: bool = True) -> None:
     subprocess.run(
-        [sys.executable, "-m", "app", "publish", "--event", event, "--detail", detail], check=True
+        [sys.executable, "-m", "app", "publish", "--event", event, "--detail", detail], check=check
     )
 
 
@@ -59,6 +60,8 @@ def main() -> None:
         work(typed)
         if rounds:
             print(PROMPT, end="", flush=True)
+        else:  # done again: taken if the line was sent as a follow-up (else refused)
+            publish("completed", "done again", check=False)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.review.flow import ReviewFlow
 from app.review.merging import approve
 from app.review.worktree import plan_worktree

@@ -121,18 +121,51 @@ def test_a_conflicted_approval_goes_back_to_its_agent_to_resolve(
     assert git(repo, "show", "main:src/app.py") == "the job's version"
 
 
-def test_request_changes_to_an_ended_job_is_refused_in_one_line(
-    cli: Any, repo: Path, tmux_socket: str, agent_cmd: str
+def test_request_changes_reach_a_completed_job_whose_agent_is_still_in_its_pane(
+    cli: Any, repo: Path, state_dir: Path, tmux_socket: str, agent_cmd: str
 ) -> None:
-    """A job its agent reported completed has ended: nothing would bring a next round
-    up for review, so no changes are sent (its agent still reads its pane)."""
+    """A `--done-when exit` job its agent reported completed, the agent still in its
+    pane: the changes are delivered (they were refused: "has ended (completed)"), the
+    job runs again, and the agent's next `completed` brings the round up for review."""
     job_id = submit(cli, repo, agent_cmd, "write src/app.py changed")
     tree = Path(in_review(cli, job_id)["worktree"])
+    assert Registry.open(state_dir).get(job_id).status == "completed"
+    sent = cli("review", "request-changes", job_id, "--message", "write src/app.py again")
+    assert sent.returncode == 0, sent.stderr
+    assert f"job {job_id}: changes sent to its agent; WORKING" in sent.stdout
+    inbox = tree / ".agent-inbox"
+    poll_until(
+        lambda: inbox.exists() and inbox.read_text() == "write src/app.py again\n",
+        what="the paste",
+    )
+    why = cli("job", "why", "--job", job_id).stdout
+    assert "followed up 1\u00d7" in why and "sent back from review 1\u00d7" in why
+    poll_until(
+        lambda: reviews(cli)[job_id]["state"] == "IN_REVIEW", what="the next round in review"
+    )
+    assert Registry.open(state_dir).get(job_id).status == "completed"
+    assert "+again" in cli("review", "show", job_id).stdout
+
+
+def test_request_changes_to_an_agent_that_has_exited_are_refused_in_one_line(
+    cli: Any, repo: Path, settings: Settings, tmux_socket: str, agent_cmd: str
+) -> None:
+    """With its agent gone from its pane nothing would read the changes: none are sent,
+    and the job and its review stay where they were."""
+    from app.control import Orchestrator
+
+    job_id = submit(cli, repo, agent_cmd, "write src/app.py changed")
+    in_review(cli, job_id)
+    orchestrator = Orchestrator(settings, tmux_socket=tmux_socket)
+    pane = orchestrator.pane_for_job(job_id)
+    assert pane is not None
+    orchestrator.driver.server.cmd("send-keys", "-t", pane, "C-d")  # end of its input
+    poll_until(lambda: not orchestrator.driver.pane_alive(pane), what="the agent's exit")
     sent = cli("review", "request-changes", job_id, "--message", "more")
     assert sent.returncode == 1
-    assert sent.stderr.count("\n") == 1 and "has ended (completed)" in sent.stderr
-    assert not (tree / ".agent-inbox").exists()
+    assert sent.stderr.count("\n") == 1 and "no live agent pane" in sent.stderr
     assert reviews(cli)[job_id]["state"] == "IN_REVIEW"
+    assert orchestrator.registry.get(job_id).status == "completed"
 
 
 def test_a_conflict_is_reported_file_by_file_and_merges_nothing(

@@ -300,7 +300,7 @@ async def test_request_changes_pastes_the_text_into_the_agents_pane(
 ) -> None:
     """x, a text box, Send, then a confirmation that shows the text: it reaches the
     agent and the job is WORKING again."""
-    from app.orchestration import Orchestrator
+    from app.control import Orchestrator
 
     orchestrator = Orchestrator(settings, tmux_socket=tmux_socket)
     job = orchestrator.submit(

@@ -22,7 +22,7 @@ def run_demo(
 ) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("$(touch pwned) refactor the parser\n")
-    argv = [sys.executable, "-m", "app.demo_agent", str(prompt), "--delay", "0"]
+    argv = [sys.executable, "-m", "app.agents.demo_cli", str(prompt), "--delay", "0"]
     argv += ["--job", job, "--publish-cmd", publish_cmd, *flags]
     proc = subprocess.run(
         argv, input=answers, capture_output=True, text=True, timeout=60, cwd=tmp_path
@@ -77,7 +77,9 @@ def test_demo_agent_permission_answers(tmp_path: Path, publish_log: tuple[str, P
 
 def test_demo_agent_bad_flags_and_publish_failure(tmp_path: Path) -> None:
     bad = subprocess.run(
-        [sys.executable, "-m", "app.demo_agent", "--steps", "0"], capture_output=True, text=True
+        [sys.executable, "-m", "app.agents.demo_cli", "--steps", "0"],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "--steps" in bad.stderr
     proc, _ = run_demo(tmp_path, "false /nonexistent/log", "--steps", "1")
@@ -89,7 +91,7 @@ def test_demo_and_watch_demo_allow_the_same_number_of_agents(cli) -> None:  # ty
     """`demo --agents` took 1-20 and `watch --demo --agents` 1-16: one limit for both."""
     from app.commands.demo import demo
     from app.commands.watch import watch
-    from app.orchestration import MAX_DEMO_AGENTS
+    from app.control import MAX_DEMO_AGENTS
 
     def agents_range(command: click.Command) -> tuple[object, object]:
         option = next(param for param in command.params if param.name == "agents")

@@ -150,7 +150,7 @@ def test_demo_agent_waits_for_permission_and_continues_on_yes(
 ) -> None:
     """send_answer("y") reaches the demo agent's y/n prompt and it completes."""
     publish_cmd, events_log = publish_log
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", "2", "--delay", "0.01"]
+    argv = [sys.executable, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0.01"]
     argv += ["--ask-permission", "--publish-cmd", publish_cmd]
     pane_id, _log = start(driver, tmp_path, argv)
     wait_for(lambda: "permission_required" in published_events(events_log))
@@ -174,7 +174,7 @@ def test_demo_agent_answer_no_ends_in_error(
     driver: TmuxDriver, tmp_path: Path, wait_for: WaitFor, publish_log: tuple[str, Path]
 ) -> None:
     publish_cmd, events_log = publish_log
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", "2", "--delay", "0"]
+    argv = [sys.executable, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0"]
     argv += ["--ask-permission", "--publish-cmd", publish_cmd]
     pane_id, _log = start(driver, tmp_path, argv)
     wait_for(lambda: any("[y/n]" in line for line in driver.capture(pane_id, 10)))

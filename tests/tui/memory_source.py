@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from app.orchestration.errors import AgentNotStarted
+from app.control.errors import AgentNotStarted
 from app.tmux.attach import AttachCommand
 from app.tui.source import (
     JOB_STATUSES,

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer
 from textual.widgets._footer import FooterKey
 
-from app.orchestration.notify import NotifyCommand
+from app.supervision.notify import NotifyCommand
 from app.tmux.attach import AttachCommand
 from app.tui.app import ControlRoomApp
 from app.tui.needs_you import SignalSettings

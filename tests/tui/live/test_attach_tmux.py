@@ -17,7 +17,7 @@ import pytest
 from app.settings import Settings
 from tests.plugin.tmux import NewTmuxServer
 
-orchestration = pytest.importorskip("app.orchestration")
+control = pytest.importorskip("app.control")
 DEADLINE_S = 40.0  # the control room starts in a few seconds, slower on a loaded machine
 
 
@@ -54,7 +54,7 @@ def test_enter_attaches_ctrl_q_comes_back_and_the_app_is_as_it_was(
     """A filter typed, the second job selected, enter (then Attach on the one-time
     hint): the agent's own pane fills the terminal. ctrl+q: the control room again,
     the filter still applied, and `d` opens the page of the job that was selected."""
-    orch: Any = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     agent = ["sh", "-c", "echo inside-$0-pane; exec sleep 600", "{prompt}"]
     first = orch.submit("first", "custom", "att-1", agent_cmd=agent)
     second = orch.submit("second", "custom", "att-2", agent_cmd=agent)
@@ -97,7 +97,7 @@ async def test_i_sends_text_that_reaches_the_agents_pane(state_dir: Path, tmux_s
     saying who sent how much."""
     from tests.tui.live.live_helpers import select_job, wait_notice
 
-    orch: Any = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     agent = ["sh", "-c", 'echo ready; while read line; do echo "got:$line"; done', "{prompt}"]
     job = orch.submit("listen", "custom", "talk-1", agent_cmd=agent)
     pane_id = orch.pane_for_job(job.job_id)
@@ -132,7 +132,7 @@ async def test_t_on_a_running_job_without_a_pane_leaves_it_running(
     failed (later marked interrupted) as an agent whose pane had vanished."""
     from tests.tui.live.live_helpers import select_job, wait_notice
 
-    orch: Any = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     job = orch.registry.register("by hand", "bash", "hand")
     orch.registry.pick("hand")
     app = live_app(state_dir, tmux_socket, orch)
@@ -153,7 +153,7 @@ def test_inside_orchestrates_own_tmux_enter_switches_the_client_and_ctrl_q_back(
     """The control room runs in a session of orchestrate's own tmux server, a person's
     client attached to it: enter switches that client to the agent's pane (the app
     keeps running), ctrl+q switches it back to the control room's session."""
-    orch: Any = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     agent = ["sh", "-c", "echo switched-into-$0; exec sleep 600", "{prompt}"]
     job = orch.submit("agent", "custom", "sw-1", agent_cmd=agent)
     watch = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "watch"]

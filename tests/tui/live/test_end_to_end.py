@@ -88,9 +88,7 @@ def test_watch_shows_the_registry_help_and_quits(state_dir: Path, tmux_socket: s
         time.sleep(0.1)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("app.orchestration") is None, reason="needs app.orchestration"
-)
+@pytest.mark.skipif(importlib.util.find_spec("app.control") is None, reason="needs app.control")
 def test_watch_demo_runs_real_agents(state_dir: Path, tmux_socket: str) -> None:
     """`orchestrate watch --demo`: demo agents appear as rows and move to completed;
     quitting stops those still running (one waits for a permission answer)."""

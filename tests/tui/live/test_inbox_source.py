@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
-from app.orchestration.errors import NotWaitingForPermission
+from app.control import Orchestrator
+from app.control.errors import NotWaitingForPermission
 from app.settings import Settings
 from app.tui.registry_source import RegistrySource
 from registry.activity import Observation
@@ -102,7 +102,7 @@ def test_an_answer_is_confirmed_by_the_agent_moving_on(
 ) -> None:
     """A real demo agent asks; the answer goes in with its keys and the registry shows
     it working again (or done): confirmed."""
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", "2", "--delay", "0.05"]
+    argv = [sys.executable, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0.05"]
     job = orch.submit(
         "tidy", "demo", "alpha", agent_cmd=[*argv, "--ask-permission", "{prompt_file}"]
     )

@@ -27,7 +27,7 @@ from tests.polling import poll_until
 from tests.tui.live.live_helpers import jobs_table, notices, status_of, wait_notice, wait_until
 from tests.tui.live.test_end_to_end import TuiPane, watch_env
 
-orchestration = pytest.importorskip("app.orchestration")
+control = pytest.importorskip("app.control")
 
 SIZE = (120, 40)
 SLEEPER = ["sleep", "120"]
@@ -35,7 +35,7 @@ SLEEPER = ["sleep", "120"]
 
 @pytest.fixture
 def orch(state_dir: Path, tmux_socket: str) -> Iterator[Any]:
-    yield orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    yield control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
 
 
 def header(app: ControlRoomApp) -> str:
@@ -122,7 +122,7 @@ async def test_quitting_watch_demo_stops_its_agents_and_only_those(
         job = orch.registry.get(job_id)
         assert job.status in ("cancelled", "completed", "error")  # none left running
         demo_processes = subprocess.run(
-            ["pgrep", "-f", f"app.demo_agent.*{job_id}"], capture_output=True, check=False
+            ["pgrep", "-f", f"app.agents.demo_cli.*{job_id}"], capture_output=True, check=False
         )
         assert demo_processes.returncode == 1, f"demo agent of {job_id} still runs"
     assert orch.registry.get(other.job_id).status == "running"

@@ -29,14 +29,22 @@ from tests.tui.live.live_helpers import (
     wait_until,
 )
 
-orchestration = pytest.importorskip("app.orchestration")
+control = pytest.importorskip("app.control")
 
 SIZE = (120, 40)
 
 
 def demo_cmd(*flags: str, steps: int = 3, delay: float = 0.05) -> list[str]:
     """The demo agent as a pane command: fast, and asking permission if told to."""
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", str(steps), "--delay", str(delay)]
+    argv = [
+        sys.executable,
+        "-m",
+        "app.agents.demo_cli",
+        "--steps",
+        str(steps),
+        "--delay",
+        str(delay),
+    ]
     return [*argv, *flags, "{prompt_file}"]
 
 
@@ -45,7 +53,7 @@ SLOW = demo_cmd(steps=50, delay=2.0)  # busy for minutes: long enough to act on
 
 @pytest.fixture
 def orch(state_dir: Path, tmux_socket: str) -> Iterator[Any]:
-    orchestrator = orchestration.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
+    orchestrator = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     yield orchestrator
 
 

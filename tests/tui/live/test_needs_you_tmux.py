@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from tests.tui.live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
 
@@ -51,7 +51,7 @@ def test_bell_title_status_and_notify_when_a_job_starts_waiting(
     assert shown("#{window_bell_flag}") == "0" and status_line() == ""
 
     orch = Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
-    argv = [sys.executable, "-m", "app.demo_agent", "--steps", "2", "--delay", "0.05"]
+    argv = [sys.executable, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0.05"]
     job = orch.submit(
         "tidy", "demo", "alpha", agent_cmd=[*argv, "--ask-permission", "{prompt_file}"]
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from app.tui.registry_source import RegistrySource
-from tests.orchestration.conftest import demo_cmd
+from tests.control.conftest import demo_cmd
 
 
 def test_a_running_jobs_heartbeat_colours_its_session(state_dir: Path, tmux_socket: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from bus.delivery_outbox import Confirmation, Outbox
+from bus.delivery_sender import OutboxFlusher, deliver
 from bus.mqtt import MqttSubscriber
-from bus.outbox import Confirmation, Outbox
-from bus.outbox_sender import OutboxFlusher, deliver
 from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until
 

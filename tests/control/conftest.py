@@ -1,5 +1,5 @@
-"""Helpers for the orchestration layer's tests. Its fixtures (a private tmux server, a
-state dir, an Orchestrator) are shared by every tier: ``tests/plugin``."""
+"""Helpers for the control room's tests. Its fixtures (a private tmux server, a state
+dir, an Orchestrator) are shared by every tier: ``tests/plugin``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ PYTHON = sys.executable
 
 def demo_cmd(*flags: str) -> list[str]:
     """The demo agent, fast (0.05 s steps), with extra flags; the prompt comes as a path."""
-    return [PYTHON, "-m", "app.demo_agent", "--steps", "2", "--delay", "0.05", *flags]
+    return [PYTHON, "-m", "app.agents.demo_cli", "--steps", "2", "--delay", "0.05", *flags]
 
 
 def demo_cmd_text(*flags: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.orchestration import Orchestrator, supervisor
+from app.control import Orchestrator
+from app.supervision import supervisor
 from registry.jobs import Registry
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration.notify import Notifier, NotifyCommand, RegistryWatch
 from app.settings import SettingsError
+from app.supervision.notify import Notifier, NotifyCommand, RegistryWatch
 from registry.activity import Observation
 from registry.jobs import Registry
 from registry.needs_you import Signal, Watched, claim, watched
-from tests.orchestration.conftest import demo_cmd_text
+from tests.control.conftest import demo_cmd_text
 
 RECORDER = (
     "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read() + '\\n')\n"

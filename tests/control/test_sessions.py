@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import SessionOwnedElsewhere
 from app.tmux.names import session_name_for
 from registry.errors import IllegalTransition, NoPendingJob
 from registry.records import Job
+from registry.vocabulary import SessionStatus
 
 
 def sleeper(orch: Orchestrator, label: str) -> Job:
@@ -120,6 +123,29 @@ def test_two_labels_only_take_their_own_jobs(orch: Orchestrator, wait_for) -> No
     assert orch.registry.pick("alpha").job_id == queued.job_id
     with pytest.raises(NoPendingJob):
         orch.registry.pick("alpha")
+
+
+def test_hard_stop_exits_0_when_a_reconcile_terminated_the_session_first(
+    orch: Orchestrator, cli, state_dir: Path, tmux_socket: str
+) -> None:
+    """Killing the tmux session wakes whatever else watches it (the detached supervisor
+    of the session's job): its reconcile may record the session terminated before
+    `session stop --mode hard` does. That is the end asked for, not "cannot hard_stop
+    from terminated" with exit 1. A tmux hook runs that reconcile inside the kill, so
+    the race is lost every time."""
+    sleeper(orch, "racy")
+    orch.create_session("keeper")  # the server outlives the killed session
+    reconcile = shlex.join(
+        [sys.executable, "-m", "app", "--state-dir", str(state_dir), "reconcile"]
+    )
+    hook = f"run-shell {shlex.quote(f'ORCHESTRATE_TMUX_SOCKET={tmux_socket} {reconcile}')}"
+    orch.driver.server.cmd("set-hook", "-g", "session-closed", hook)
+    stopped = cli("session", "stop", "racy", "--mode", "hard")
+    assert (stopped.returncode, stopped.stdout) == (0, "session racy: terminated\n"), stopped
+    assert orch.sessions.get("racy").state == SessionStatus.TERMINATED
+    assert not orch.driver.has_session("racy")
+    again = cli("session", "stop", "racy", "--mode", "hard")  # already ended: still refused
+    assert again.returncode == 1 and "cannot hard_stop from terminated" in again.stderr
 
 
 def test_session_cli_bad_input(orch: Orchestrator, cli) -> None:

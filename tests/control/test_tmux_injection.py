@@ -7,7 +7,7 @@ from pathlib import Path
 
 from registry.jobs import Registry
 from tests.conftest import run_cli
-from tests.orchestration.conftest import demo_cmd_text
+from tests.control.conftest import demo_cmd_text
 
 
 def hostile(base: Path, name: str) -> Path:

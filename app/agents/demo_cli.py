@@ -1,6 +1,8 @@
-"""A simulated coding agent for tmux panes: prints work, reports through `orchestrate publish`.
+"""The demo agent's own CLI: a simulated coding agent for tmux panes that prints work
+and reports through `orchestrate publish` (its adapter is ``app/agents/demo.py``, as
+``claude.py`` is the claude CLI's).
 
-Run as `python -m app.demo_agent [PROMPT_FILE]` (the prompt comes from the file,
+Run as `python -m app.agents.demo_cli [PROMPT_FILE]` (the prompt comes from the file,
 else from stdin). It is what `orchestrate demo` and the end-to-end tests drive:
 it behaves like a real agent, asking y/n permission on its terminal when told to.
 """
@@ -18,6 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+
+from registry.vocabulary import Answer, EventType
 
 PUBLISH_CMD_ENV = "ORCHESTRATE_DEMO_PUBLISH_CMD"
 
@@ -40,7 +44,7 @@ def _env_flag(name: str) -> bool:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Flags, each defaulting from an ORCHESTRATE_DEMO_* variable so a pane's env can set them."""
     env = os.environ
-    parser = argparse.ArgumentParser(prog="python -m app.demo_agent", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m app.agents.demo_cli", description=__doc__)
     parser.add_argument("prompt_file", nargs="?", help="read the prompt from this file")
     parser.add_argument("--job", default=env.get("ORCHESTRATE_JOB"), help="job id to report")
     parser.add_argument("--steps", type=int, default=int(env.get("ORCHESTRATE_DEMO_STEPS", "4")))
@@ -138,9 +142,9 @@ def ask(question: str, answers: TextIO, out: TextIO) -> bool | None:
         if not line:
             return None
         reply = line.strip().lower()
-        if reply in ("y", "yes"):
+        if reply in ("y", Answer.YES):
             return True
-        if reply in ("n", "no"):
+        if reply in ("n", Answer.NO):
             return False
         out.write("please answer y or n\n")
 
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
     say(f"demo agent: job {args.job or '-'}, {args.steps} steps, seed {args.seed}")
     say(f"task: {summary}")
-    reporter.publish("started", "demo agent started", {"steps": args.steps})
+    reporter.publish(EventType.STARTED, "demo agent started", {"steps": args.steps})
     ask_at = max(1, args.steps // 2) if args.ask_permission else None
     for step in range(1, args.steps + 1):
         target = rng.choice(_FILES)
@@ -168,31 +172,35 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         time.sleep(args.delay)
         say(f"  step {step}/{args.steps} done ({rng.randint(3, 120)} lines touched)")
         reporter.publish(
-            "progress",
+            EventType.PROGRESS,
             f"step {step} of {args.steps}: {target}",
             {"step": step, "of": args.steps, "file": target},
         )
         if step == ask_at:
             question = f"Allow edit of {target}?"
-            reporter.publish("permission_required", question, {"file": target, "step": step})
+            reporter.publish(
+                EventType.PERMISSION_REQUIRED, question, {"file": target, "step": step}
+            )
             granted = ask(question, answers, out)
             if not granted:
                 say("permission denied: stopping")
-                reporter.publish("error", "permission denied", {"file": target})
+                reporter.publish(EventType.ERROR, "permission denied", {"file": target})
                 return 1
             say(f"permission granted for {target}")
-            reporter.publish("progress", "permission granted", {"file": target, "step": step})
+            reporter.publish(
+                EventType.PROGRESS, "permission granted", {"file": target, "step": step}
+            )
     if args.fail:
         say("error: simulated failure (tests failed)")
-        reporter.publish("error", "simulated failure", {"steps": args.steps})
+        reporter.publish(EventType.ERROR, "simulated failure", {"steps": args.steps})
         return 1
     say("all steps done")
-    reporter.publish("completed", "demo agent finished", {"steps": args.steps})
+    reporter.publish(EventType.COMPLETED, "demo agent finished", {"steps": args.steps})
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point for `python -m app.demo_agent`."""
+    """Entry point for `python -m app.agents.demo_cli`."""
     try:
         sys.exit(run(parse_args(argv)))
     except KeyboardInterrupt:  # C-c from a graceful stop

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from app.orchestration import NotWaitingForPermission, Orchestrator, answering
+from app.control import NotWaitingForPermission, Orchestrator
+from app.orchestration import answering
 from bus import heartbeats
 from registry.errors import JobNotFound
-from tests.orchestration.conftest import demo_cmd
+from tests.control.conftest import demo_cmd
 
 
 def test_a_pane_killed_under_a_running_job_leaves_it_interrupted_until_resumed(
@@ -177,7 +178,7 @@ def test_a_job_whose_pane_is_still_starting_is_not_failed(
 ) -> None:
     """A TUI reconciling while `orchestrate submit` (another process) starts a pane
     must not fail the job in the moment between its claim and its pane's tag."""
-    from app.orchestration import observer
+    from app.supervision import observer
 
     job = orch.registry.register(prompt="p", agent="custom", agent_session="alpha")
     orch.registry.set_status(job.job_id, "running", "claimed by a submit in another process")

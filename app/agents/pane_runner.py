@@ -1,6 +1,7 @@
-"""The first process of every agent pane: it starts the agent without a shell.
+"""The pane runner: the first process of every agent pane, which starts the agent
+without a shell (``app/control/launch.py`` plans a job's start; this runs it).
 
-tmux runs ``python -m app.agents.launcher SPEC``. The launcher waits until the
+tmux runs ``python -m app.agents.pane_runner SPEC``. The runner waits until the
 pane is piped to its log, reads the launch spec (argv, the exact environment,
 where the prompt is) and deletes it (it holds the job's token), prints the
 header, and runs the agent with the prompt as one argv word, as a file path, or
@@ -30,6 +31,7 @@ from typing import Any
 from app.agents.base import APP_SERVER, PROMPT_FILE_WORD, PROMPT_WORD
 from app.agents.env import SECRET_NAMES
 from app.agents.settings_files import write_json
+from registry.vocabulary import Activity
 
 PASTE_READY_TIMEOUT_SEC = 30.0
 PASTE_SETTLE_SEC = 0.5
@@ -40,7 +42,7 @@ NOT_FOUND_STATUS = 127
 
 @dataclass
 class LaunchSpec:
-    """Everything the launcher needs, written by the orchestrator as private JSON."""
+    """Everything the pane runner needs, written by the orchestrator as private JSON."""
 
     job_id: str
     agent: str
@@ -65,9 +67,9 @@ class LaunchSpec:
 
 
 def window_command(spec_path: Path) -> str:
-    """The pane's command line: this Python running the launcher on ``spec_path``.
+    """The pane's command line: this Python running the pane runner on ``spec_path``.
     Only quoted paths: tmux gives it to a shell."""
-    return shlex.join([sys.executable, "-m", "app.agents.launcher", str(spec_path)])
+    return shlex.join([sys.executable, "-m", "app.agents.pane_runner", str(spec_path)])
 
 
 def delivery_of(argv: Sequence[str]) -> str:
@@ -134,13 +136,13 @@ def wait_until_ready(spec: LaunchSpec, pane: str, deadline: float) -> None:
     from app.agents.screen import match_screen
 
     adapter = adapter_for(spec.agent, Path(spec.state_dir))
-    rules = [rule for rule in adapter.screen_rules if rule.activity == "idle"]
+    rules = [rule for rule in adapter.screen_rules if rule.activity == Activity.IDLE]
     last: list[str] = []
     settled_since = time.monotonic()
     while time.monotonic() < deadline:
         lines = capture(pane)
         seen = match_screen(spec.agent, rules, lines) if rules else None
-        if seen is not None and seen.activity == "idle":
+        if seen is not None and seen.activity == Activity.IDLE:
             return
         if lines != last:
             last, settled_since = lines, time.monotonic()
@@ -258,7 +260,7 @@ def run(spec_path: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m app.agents.launcher SPEC", file=sys.stderr)
+        print("usage: python -m app.agents.pane_runner SPEC", file=sys.stderr)
         sys.exit(2)
     sys.exit(run(Path(args[0])))
 

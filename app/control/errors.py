@@ -1,4 +1,4 @@
-"""Orchestration refusals; RegistryError subclasses, so the CLI prints them as one line."""
+"""The control room's refusals; RegistryError subclasses, so the CLI prints them as one line."""
 
 from __future__ import annotations
 

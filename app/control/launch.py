@@ -1,5 +1,6 @@
-"""How a job's agent is started: its adapter's plan, the files beside its pane log,
-and the record that lets the job be started again (resume, reboot)."""
+"""A job's launch, planned here and run by the pane runner (``app/agents/pane_runner.py``):
+its adapter's plan, the files beside its pane log, and the record that lets the job
+be started again (resume, reboot)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from app.agents.base import AgentAdapter, LaunchContext, LaunchPlan
 from app.agents.env import orchestrate_command
 from app.agents.generic import Generic
 from app.agents.settings_files import write_private
-from app.orchestration.errors import UnknownAgent
+from app.control.errors import UnknownAgent
 from registry.records import Job
 
 APPROVAL_MODES = ("agent", "control-room")

@@ -34,6 +34,7 @@ from app.agents.screen import match_screen
 from app.tmux.models import PaneStatus
 from registry.activity import APP_SERVER, Observation, observation_of
 from registry.records import Job
+from registry.vocabulary import Activity, JobStatus
 
 SCREEN_CONFIRM_SEC = 2.0
 RECAPTURE_SEC = 5.0
@@ -96,8 +97,8 @@ def passed(seen: Sequence[Observation]) -> tuple[Observation, ...]:
     if not seen:
         return ()
     newest = seen[-1]
-    if newest.activity != "working":
-        worked = next((s for s in reversed(seen[:-1]) if s.activity == "working"), None)
+    if newest.activity != Activity.WORKING:
+        worked = next((s for s in reversed(seen[:-1]) if s.activity == Activity.WORKING), None)
         if worked is not None:
             return (worked, newest)
     return (newest,)
@@ -182,14 +183,16 @@ class AgentObserver:
             if not started and now - started_at < START_GRACE_SEC:
                 return Verdict(heartbeat="working")  # its pane may be starting right now
             why = pane_end_reason(pane, server_gone=server_gone)
-            gone = Observation("interrupted", "process:pane gone", question=why)
+            gone = Observation(Activity.INTERRUPTED, "process:pane gone", question=why)
             return Verdict((gone,), heartbeat="dead")
         watch.seen_pane, watch.seen_in_attempt = True, started_at
         if pane.dead:
             status = pane.dead_status
-            exited = Observation("exited", "process", exit_status=status)
-            ended = ("completed", "agent exited with status 0") if status == 0 else None
-            return Verdict((exited,), ended or ("error", pane_end_reason(pane)), heartbeat="dead")
+            exited = Observation(Activity.EXITED, "process", exit_status=status)
+            ended = (JobStatus.COMPLETED, "agent exited with status 0") if status == 0 else None
+            return Verdict(
+                (exited,), ended or (JobStatus.ERROR, pane_end_reason(pane)), heartbeat="dead"
+            )
         found: list[Observation] = []
         current = observation_of(job.activity, job.activity_source, job.activity_data)
         grew = self._read_output(job.job_id, watch, log_path, now, found, current)
@@ -212,14 +215,14 @@ class AgentObserver:
         if stalled is not None:
             found.append(stalled)
             current = stalled
-        activity = current.activity if current is not None else "starting"
+        activity = current.activity if current is not None else Activity.STARTING
         finish: tuple[str, str] | None = None
         done_when = job.done_when or watch.adapter.done_when
-        if done_when == "idle" and activity == "idle" and not found:
+        if done_when == "idle" and activity == Activity.IDLE and not found:
             idle_for = now - (job.activity_at_ms or 0) / 1000
             if idle_for >= self.idle_grace_sec and worked():
                 finish = (
-                    "completed",
+                    JobStatus.COMPLETED,
                     f"agent finished its turn and stayed idle for {idle_for:.0f} s",
                 )
         return Verdict(
@@ -312,7 +315,7 @@ class AgentObserver:
             return None
         if (
             current is not None
-            and current.activity == seen.activity == "waiting"
+            and current.activity == seen.activity == Activity.WAITING
             and not current.command
             and seen.command
         ):
@@ -325,8 +328,8 @@ class AgentObserver:
             watch.candidate, watch.candidate_since = seen, now
         structured = watch.adapter.has_hooks or watch.adapter.reads_osc_status
         held = now - watch.candidate_since
-        before_task = current is None or current.activity == "starting"
-        if structured and seen.activity == "idle" and before_task:
+        before_task = current is None or current.activity == Activity.STARTING
+        if structured and seen.activity == Activity.IDLE and before_task:
             return None  # its prompt, drawn before it took the task: its hooks will speak
         if structured:
             changed_since = (job.activity_at_ms or 0) / 1000 > watch.candidate_since
@@ -347,20 +350,22 @@ class AgentObserver:
         """For an agent without rules for this screen: output means working, a long
         silence idle."""
         activity = current.activity if current is not None else None
-        if grew and activity in (None, "starting", "idle", "stalled"):
-            return Observation("working", "process:output")
+        if grew and activity in (None, Activity.STARTING, Activity.IDLE, Activity.STALLED):
+            return Observation(Activity.WORKING, "process:output")
         answered = (
-            activity == "waiting" and current is not None and current.source.startswith("screen:")
+            activity == Activity.WAITING
+            and current is not None
+            and current.source.startswith("screen:")
         )
         if grew and answered:  # its question left the screen, and it went on
-            return Observation("working", "process:output")
+            return Observation(Activity.WORKING, "process:output")
         if (
             not grew
-            and activity == "working"
+            and activity == Activity.WORKING
             and not watch.adapter.screen_rules
             and now - watch.output_at >= QUIET_IDLE_SEC
         ):
-            return Observation("idle", "process:no output")
+            return Observation(Activity.IDLE, "process:no output")
         return None
 
     def _stall(
@@ -371,17 +376,17 @@ class AgentObserver:
         if current is None:
             return None
         quiet_since = max(watch.body_changed_at, (job.activity_at_ms or 0) / 1000)
-        if current.activity == "working" and now - quiet_since >= job.idle_timeout_sec:
+        if current.activity == Activity.WORKING and now - quiet_since >= job.idle_timeout_sec:
             return Observation(
-                "stalled",
+                Activity.STALLED,
                 "process:no progress",
                 question=f"no progress for {now - quiet_since:.0f} s",
             )
         if (
-            current.activity == "stalled"
+            current.activity == Activity.STALLED
             and watch.body_changed_at > (job.activity_at_ms or 0) / 1000
         ):
-            return Observation("working", "process:progress again")
+            return Observation(Activity.WORKING, "process:progress again")
         return None
 
 
@@ -396,9 +401,10 @@ def _has_output(log_path: Path, *, since: float = 0.0) -> bool:
 
 def _heartbeat(activity: str) -> str:
     """The liveness word a heartbeat carries for an activity (the sessions panel reads it)."""
-    return {
-        "waiting": "blocked",
-        "idle": "idle",
-        "exited": "dead",
-        "interrupted": "dead",
-    }.get(activity, "working")
+    beats: dict[str, str] = {
+        Activity.WAITING: "blocked",
+        Activity.IDLE: "idle",
+        Activity.EXITED: "dead",
+        Activity.INTERRUPTED: "dead",
+    }
+    return beats.get(activity, "working")

@@ -1,4 +1,5 @@
-"""`submit`'s wait: the seed subscriber's exit codes, plus a look at the agent's pane.
+"""`submit`'s wait for its job: the seed subscriber's exit codes, plus a look at the
+agent's pane (``registry/waiter.py`` is the bus-only waiter this extends).
 
 Events alone cannot tell a slow agent from a dead one: an agent whose command
 was not found never publishes anything. So while waiting, the job's pane is
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.orchestration.orchestrator import Orchestrator
+from app.control.orchestrator import Orchestrator
 from registry.events import Event
 from registry.waiter import Outcome, RegistryWatchingWaiter, Verdict, wait_on_bus
 
@@ -46,6 +47,7 @@ class PaneWatchingWaiter(RegistryWatchingWaiter):
         """The pane first (its death is the reason), then the registry's record."""
         reason = self.orchestrator.check_job_pane(self.job_id)
         if reason is not None:
+            # "error" is registry/waiter.py's OutcomeStatus, a Literal mypy checks
             self.outcomes[self.job_id] = Outcome(self.job_id, "error", None, reason)
             return
         super().check_registry(now)

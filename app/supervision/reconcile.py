@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from app.orchestration.observer import AgentObserver, Verdict
 from app.review.finished import tree_holds_work, under_review, work_finished
 from app.settings import Settings
+from app.supervision.observer import AgentObserver, Verdict
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
 from bus import heartbeats
@@ -30,6 +30,7 @@ from registry.errors import IllegalTransition, RegistryError
 from registry.jobs import Registry
 from registry.records import Job
 from registry.review import ReviewStore
+from registry.vocabulary import Activity, JobStatus, MessageType
 from registry.wording import counted
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class Reconciler:
             report = ReconcileReport(expired=orch.registry.expire_leases() if not only else [])
             ours = [
                 job
-                for job in orch.registry.list(status="running")
+                for job in orch.registry.list(status=JobStatus.RUNNING)
                 if (only is None or job.job_id == only)
                 and orch.pane_log(job.job_id).exists()  # started in a pane by orchestrate
             ]
@@ -156,7 +157,7 @@ class Reconciler:
             orch = self.orchestrator
             recorded = 0
             now = self.clock()
-            for job in orch.registry.list(status="running"):
+            for job in orch.registry.list(status=JobStatus.RUNNING):
                 for seen in self.observer.look_at_output(job, orch.pane_log(job.job_id), now):
                     try:
                         if orch.registry.observe(job.job_id, seen) is not None:
@@ -168,7 +169,7 @@ class Reconciler:
     def _apply(self, job: Job, verdict: Verdict, report: ReconcileReport) -> None:
         """Record what the look found; end the job if it is over; flag it if quiet."""
         registry = self.orchestrator.registry
-        activity = job.activity or "starting"
+        activity = job.activity or Activity.STARTING
         for observation in verdict.observations:
             try:
                 if registry.observe(job.job_id, observation) is not None:
@@ -185,7 +186,7 @@ class Reconciler:
         if verdict.finish is not None:
             status, reason = verdict.finish
             if self._finish(job.job_id, status, reason):
-                target = report.completed if status == "completed" else report.errored
+                target = report.completed if status == JobStatus.COMPLETED else report.errored
                 target[job.job_id] = reason
             return
         self._flag_if_quiet(job, activity, report)
@@ -226,7 +227,7 @@ class Reconciler:
         """Move a still-running job to ``status``; False if it already moved on."""
         registry = self.orchestrator.registry
         try:
-            if registry.get(job_id).status != "running":
+            if registry.get(job_id).status != JobStatus.RUNNING:
                 return False
             registry.set_status(job_id, status, reason)
         except IllegalTransition:  # it ended (or was cancelled) in between
@@ -240,9 +241,9 @@ class Reconciler:
         output_at = _mtime(self.orchestrator.pane_log(job.job_id))
         quiet_since = max(output_at, _epoch(job.last_event_at), _epoch(job.claimed_at))
         quiet_for = now - quiet_since
-        if quiet_for <= job.idle_timeout_sec or activity == "idle":
+        if quiet_for <= job.idle_timeout_sec or activity == Activity.IDLE:
             return
-        doing = "waiting for permission" if activity == "waiting" else "no pane output"
+        doing = "waiting for permission" if activity == Activity.WAITING else "no pane output"
         reason = (
             f"{doing} and no events for {quiet_for:.0f} s (idle timeout {job.idle_timeout_sec} s)"
         )
@@ -263,7 +264,7 @@ class Reconciler:
     def _flag(self, job: Job, reason: str, quiet_since_ms: int) -> bool:
         """Publish one `job.flag` per quiet spell (its id is fixed, so repeats are dropped)."""
         message = Outgoing(
-            type="job.flag",
+            type=MessageType.JOB_FLAG,
             from_agent=WATCHER_AGENT,
             correlation_id=job.job_id,
             payload={"job_id": job.job_id, "reason": reason, "quiet_since_ms": quiet_since_ms},

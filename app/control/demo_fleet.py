@@ -1,5 +1,6 @@
-"""Demo agents: started for `orchestrate demo` and `watch --demo`, and stopped again
-when the control room that started them quits (only those: never another agent)."""
+"""The demo fleet: a few demo agents (``app/agents/demo_cli.py``), started for
+`orchestrate demo` and `watch --demo`, and stopped again when the control room that
+started them quits (only those: never another agent)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from app.agents.demo import START as DEMO_START
-from app.orchestration.orchestrator import Orchestrator
+from app.control.orchestrator import Orchestrator
 from app.tmux.errors import TmuxError
 from registry.errors import JobNotFound, RegistryError
-from registry.jobstore import FINAL_STATUSES
 from registry.records import Job
+from registry.vocabulary import FINAL_JOB_STATUSES, JobStatus
 
 DEMO_LABEL_PREFIX = "demo-"
 MAX_DEMO_AGENTS = 20  # `demo --agents` and `watch --demo --agents` alike
@@ -92,7 +93,7 @@ def stop_demo(
 
 def _stop_one(orchestrator: Orchestrator, job: Job, grace_sec: float) -> bool:
     """Cancel one demo job if it is live, and stop its pane; True if a pane was stopped."""
-    if job.status not in FINAL_STATUSES:
+    if job.status not in FINAL_JOB_STATUSES:
         with contextlib.suppress(RegistryError):  # it ended meanwhile
             job = orchestrator.registry.cancel(job.job_id, STOPPED_WHY)
     try:
@@ -106,7 +107,7 @@ def _stop_session_if_empty(orchestrator: Orchestrator, label: str) -> None:
     try:
         if orchestrator.driver.agent_panes(label):
             return  # another job's agent works there: not ours to stop
-        if orchestrator.registry.list(status="running", agent_session=label):
+        if orchestrator.registry.list(status=JobStatus.RUNNING, agent_session=label):
             return
         orchestrator.stop_session(label, "hard")
     except (TmuxError, RegistryError):

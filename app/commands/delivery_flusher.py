@@ -98,9 +98,9 @@ def flush(state_dir: Path, *, follow: bool, wait_s: float) -> tuple[int, int]:
     (messages confirmed, messages left). ``follow``: the background flusher
     (exits at once if another runs); else one pass that waits ``wait_s`` for
     the confirmations."""
+    from bus.delivery_sender import OutboxFlusher
     from bus.errors import MqttConfigError
     from bus.mqtt_config import resolve_broker
-    from bus.outbox_sender import OutboxFlusher
     from registry.delivery import AgentOutbox
 
     config = resolve_broker(os.environ, None)
@@ -113,7 +113,7 @@ def flush(state_dir: Path, *, follow: bool, wait_s: float) -> tuple[int, int]:
             flusher = OutboxFlusher(box.outbox, config, idle_exit_s=0, max_run_s=wait_s)
             left = flusher.run(stop)
             return flusher.stats.confirmed, left
-        for name in ("bus.outbox_sender", __name__):
+        for name in ("bus.delivery_sender", __name__):
             logging.getLogger(name).setLevel(logging.INFO)
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
         with flusher_lock(state_dir, config.url) as held:

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import orchestrate_command
-from app.orchestration.reconcile import ReconcileReport
 from app.settings import Settings
+from app.supervision.reconcile import ReconcileReport
+from registry.vocabulary import Activity
 
 LOCK_NAME = "supervisor.lock"
 SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
@@ -143,7 +144,7 @@ def supervise(
             if summary.acted and line != last:
                 report(f"{time.strftime('%H:%M:%S')} {line}")
                 last = line
-            live = [a for a in summary.sampled.values() if a != "interrupted"]
+            live = [a for a in summary.sampled.values() if a != Activity.INTERRUPTED]
             if live:
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= idle_exit_sec:

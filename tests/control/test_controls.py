@@ -9,7 +9,7 @@ from pathlib import Path
 
 from libtmux.window import Window
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from registry.jobs import Registry
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from bus.delivery_outbox import Confirmation, Outbox, OutboxMessage
 from bus.errors import BrokerUnavailable, PublishNotAcknowledged, PublishRefused
 from bus.mqtt_config import (
     BACKOFF_BASE_S,
@@ -39,7 +40,6 @@ from bus.mqtt_config import (
     reason_is_failure,
 )
 from bus.mqtt_connect import check_fits, close_blocking, open_client, with_retries
-from bus.outbox import Confirmation, Outbox, OutboxMessage
 
 log = logging.getLogger(__name__)
 

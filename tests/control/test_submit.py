@@ -8,9 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-from app.orchestration import Orchestrator
+from app.control import Orchestrator
 from registry.jobs import Registry
-from tests.orchestration.conftest import demo_cmd_text
+from tests.control.conftest import demo_cmd_text
 
 
 def only_job(state_dir: Path) -> str:
