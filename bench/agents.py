@@ -1,6 +1,6 @@
 """Benchmark state detection: an agent's state change -> the registry's activity.
 
-Run:  .venv/bin/python bench/agents.py [--panes 20] [--seconds 30] [--interval 0.5]
+Run:  .venv/bin/python -m bench.agents [--panes 20] [--seconds 30] [--interval 0.5]
 
 Each case starts `--panes` fake agents in real tmux panes (a private server), as
 real jobs, and lets each change state every 1-3 s at random, writing when it did.
@@ -34,7 +34,6 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 GOALS = {"hook": 0.2, "osc": 0.2, "screen": 1.5}
 STATES = ("working", "waiting", "idle")
@@ -101,7 +100,16 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
     try:
         for n in range(panes):
             changes = state.parent / f"changes-{n}.ndjson"
-            argv = [sys.executable, __file__, "_agent", mode, str(changes), str(n), "{prompt_file}"]
+            argv = [
+                sys.executable,
+                "-m",
+                "bench.agents",
+                "_agent",
+                mode,
+                str(changes),
+                str(n),
+                "{prompt_file}",
+            ]
             job = orch.submit(f"bench {n}", agent, f"bench-{n}", agent_cmd=argv, workdir=ROOT)
             jobs.append((job.job_id, changes))
         supervisor = subprocess.Popen(

@@ -1,6 +1,6 @@
 """Benchmark the SQLite bus against raw sqlite3 loops and litequeue, in one run.
 
-Run:  .venv/bin/python bench/bus.py [--n 20000]
+Run:  .venv/bin/python -m bench.bus [--n 20000]
 Needs the bench extra for the litequeue baseline: pip install -e '.[bench]'.
 Prints a table: ours, the baseline, and ours/baseline (higher is better for
 throughput; for latency the raw numbers are shown).
@@ -18,8 +18,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bus import claims
 from bus.db import BusDB, connect, now_ms

@@ -1,6 +1,6 @@
 """Benchmark of the Spark history pipeline on generated bus traffic, both input formats.
 
-Run: .venv/bin/python bench/history.py [--events 1000000] [--master local[*]]
+Run: .venv/bin/python -m bench.history [--events 1000000] [--master local[*]]
 (DuckDB, a bench-only extra: pip install -e '.[bench]').
 
 Measures, in one run and one Spark session, on the same messages:
@@ -356,7 +356,7 @@ def main() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     reader_cold, reader_warm, agg_rows = out.stdout.split()
-    screen_bench = [sys.executable, str(Path(__file__).with_name("history_screen.py")), "--json"]
+    screen_bench = [sys.executable, "-m", "bench.history_screen", "--json"]
     screen = subprocess.run(screen_bench, capture_output=True, text=True, check=True)
     screen_ms = json.loads(screen.stdout)
 

@@ -11,22 +11,18 @@ import asyncio
 import gc
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from textual.app import App
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui_history"))
-
-from history_fixture import write_history
-
 import app.tui.widgets.plotext_visual as plotext_visual
 from app.tui.screens.history import HistoryScreen
 from app.tui.screens.history_read import read_history
 from app.tui.widgets.history_charts import HistoryChart
 from registry.history.reader import load_history
+from tests.tui.history.history_fixture import write_history
 
 RUNS = 20
 PLOTEXT_MS: list[float] = []  # time inside plotext's own render, per chart drawn

@@ -1,6 +1,6 @@
 """Benchmark of `orchestrate metrics`: what one scrape costs on a big registry.
 
-Run: .venv/bin/python bench/metrics.py [--jobs 10000] [--messages 1000000] [--keep DIR]
+Run: .venv/bin/python -m bench.metrics [--jobs 10000] [--messages 1000000] [--keep DIR]
 
 Builds a state dir: the jobs registered through the registry (spread over
 agents, statuses and activities as a busy day leaves them), then job events up
@@ -33,17 +33,15 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from bus.db import transaction
+from bus.messages import Outgoing, insert_message
+from registry.activity import Observation
+from registry.bus_types import JOB_EVENT, event_message_id
+from registry.events import build_event
+from registry.jobs import Registry
+from registry.live_stats import EventTally, read_live_stats
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # before bench/, whose bus.py would shadow the package
-
-from bus.db import transaction  # noqa: E402
-from bus.messages import Outgoing, insert_message  # noqa: E402
-from registry.activity import Observation  # noqa: E402
-from registry.bus_types import JOB_EVENT, event_message_id  # noqa: E402
-from registry.events import build_event  # noqa: E402
-from registry.jobs import Registry  # noqa: E402
-from registry.live_stats import EventTally, read_live_stats  # noqa: E402
-
 AGENTS = ("claude", "codex", "gemini", "aider", "demo")
 BATCH = 10_000
 

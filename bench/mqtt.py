@@ -1,9 +1,9 @@
 """Benchmark the MQTT transport against bare paho and mosquitto_pub on a local broker,
 and the publish -> committed-in-bus latency through the ingest bridge.
 
-Run: .venv/bin/python bench/mqtt.py [--messages 20000] [--runs 25] [--rate 1000 --seconds 5]
-     .venv/bin/python bench/mqtt.py --ingest-only [--repeat 2]   (the latency rows alone)
-     .venv/bin/python bench/mqtt.py --durability-only [--events 500]   (its table alone)
+Run: .venv/bin/python -m bench.mqtt [--messages 20000] [--runs 25] [--rate 1000 --seconds 5]
+     .venv/bin/python -m bench.mqtt --ingest-only [--repeat 2]   (the latency rows alone)
+     .venv/bin/python -m bench.mqtt --durability-only [--events 500]   (its table alone)
 Starts its own Mosquitto (bus.broker) on a free loopback port. The latency row
 runs `orchestrate ingest` as its own process, a publisher process paced at
 --rate events/s (each signed event carries its send time in data.t_us), and
@@ -36,14 +36,11 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 
+from bench.mqtt_durability import durability_rows, print_table, start_ingest
+from bus.broker import Mosquitto, find_program, free_port, write_config
+from bus.mqtt import BrokerConfig, MqttPublisher
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from mqtt_durability import durability_rows, print_table, start_ingest  # noqa: E402
-
-from bus.broker import Mosquitto, find_program, free_port, write_config  # noqa: E402
-from bus.mqtt import BrokerConfig, MqttPublisher  # noqa: E402
-
 PAYLOAD = b'{"schema_version":1,"seq":1,"job_id":"ab12cd34","event":"progress","detail":"x"}'
 TOPIC = "jobs/ab12cd34/events"
 
@@ -282,7 +279,7 @@ def main() -> None:
         ingest_only(args.rate, args.seconds, args.repeat)
         return
     if args.durability_only:
-        from mqtt_durability import run
+        from bench.mqtt_durability import run
 
         run(args.events, args.runs, args.retained)
         return

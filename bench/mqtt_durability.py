@@ -33,17 +33,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bus.broker import Mosquitto, free_port, write_config
+from bus.delivery_sender import deliver
+from bus.mqtt import BrokerConfig, MqttPublisher, MqttSubscriber, publish_once
+from registry.delivery import AgentOutbox, applied_topic
+from registry.events import build_event
+from registry.jobs import Registry
+from registry.signing import sign
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bus.broker import Mosquitto, free_port, write_config  # noqa: E402
-from bus.delivery_sender import deliver  # noqa: E402
-from bus.mqtt import BrokerConfig, MqttPublisher, MqttSubscriber, publish_once  # noqa: E402
-from registry.delivery import AgentOutbox, applied_topic  # noqa: E402
-from registry.events import build_event  # noqa: E402
-from registry.jobs import Registry  # noqa: E402
-from registry.signing import sign  # noqa: E402
-
 PAST_TERMINAL = b'{"schema_version":1,"seq":9,"event":"completed","detail":"' + b"x" * 200 + b'"}'
 PACE_S = 0.06  # consecutive `orchestrate publish` processes are at least this far apart
 ONE_SHOT = """

@@ -1,6 +1,6 @@
 """Benchmark the review path on a 10,000-line diff against `git diff` itself.
 
-Run:  .venv/bin/python bench/review.py [--lines 10000] [--files 20] [--runs 15]
+Run:  .venv/bin/python -m bench.review [--lines 10000] [--files 20] [--runs 15]
 
 State: a fresh repository in a temp dir; a job with its own work tree (as
 `submit --worktree` makes it) whose branch changes `--files` Python files, most
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "review"))
 
 SIZE = (120, 40)
 GIT_ENV = {
@@ -71,12 +69,11 @@ GIT_ENV = {
 
 def build(scratch: Path, lines: int, files: int) -> tuple[Path, tuple[str, str], Path]:
     """The state dir, the big job and a small one (a 2-line diff), the big one's tree."""
-    from git_repos import git, make_repo
-
     from app.review.flow import ReviewFlow
     from app.review.worktree import plan_worktree, prepare_worktree
     from app.settings import Settings
     from registry.jobs import Registry
+    from tests.review.git_repos import git, make_repo
 
     per_file = lines // (2 * files)  # each changed line: one removed, one added
     originals = {

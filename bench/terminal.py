@@ -1,6 +1,6 @@
 """Benchmark the pane-output terminal emulator on the real agents' captured streams.
 
-Run:  .venv/bin/python bench/terminal.py [--fixtures /work/shared/agents/fixtures]
+Run:  .venv/bin/python -m bench.terminal [--fixtures /work/shared/agents/fixtures]
 Prints the feed throughput (every raw*.bin stream, in 4 KiB chunks as pipe-pane
 writes them) and the CPU time of one render of the scrollback and of the screen:
 the pane tail renders at most ten times a second.
@@ -12,8 +12,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.terminal.emulator import TerminalEmulator
 

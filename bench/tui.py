@@ -1,6 +1,6 @@
 """Benchmark the control room on a big registry: first paint, peak RSS, live latency.
 
-Run:  .venv/bin/python bench/tui.py [--jobs 10000] [--messages 1000000] [--rate 1000]
+Run:  .venv/bin/python -m bench.tui [--jobs 10000] [--messages 1000000] [--rate 1000]
                                     [--seconds 10] [--state DIR]
 
 State: 10,000 jobs and 1,000,000 bus messages are written straight into a fresh
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+HERE = [sys.executable, "-m", "bench.tui"]  # this benchmark again, in a child process
 
 SIZE = (120, 40)
 BATCH = 50_000
@@ -277,11 +277,17 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
             table.move_cursor(row=table.get_row_index(preview[0]))
             await pilot.press("l")
         started_ms = now_ms()
-        writer = subprocess.Popen(
-            [sys.executable, __file__, "_panes", str(state_dir), str(seconds), *preview]
-        )
+        writer = subprocess.Popen([*HERE, "_panes", str(state_dir), str(seconds), *preview])
         publisher = subprocess.Popen(
-            [sys.executable, __file__, "_publish", str(state_dir), str(rate), str(seconds)],
+            [
+                sys.executable,
+                "-m",
+                "bench.tui",
+                "_publish",
+                str(state_dir),
+                str(rate),
+                str(seconds),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -341,7 +347,7 @@ async def waits(state_dir: Path, rate: int, count: int) -> dict[str, Any]:
     async with app.run_test(size=SIZE) as pilot:
         while not app.polls_applied:
             await pilot.pause(0.05)
-        here = [sys.executable, __file__]
+        here = HERE
         publisher = subprocess.Popen([*here, "_publish", str(state_dir), str(rate), str(seconds)])
         asker = subprocess.Popen(
             [*here, "_ask", str(state_dir), str(count)], stdout=subprocess.PIPE, text=True
@@ -439,9 +445,7 @@ def child(argv: list[str]) -> None:
 
 
 def run_child(*args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
-    )
+    out = subprocess.run([*HERE, *args], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{args[0]} failed:\n{out.stderr[-3000:]}")
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))

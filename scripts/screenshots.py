@@ -1,6 +1,7 @@
 """Regenerate the README's control-room screenshots (SVG) into screenshots/.
 
-Usage: .venv/bin/python scripts/screenshots.py [OUT_DIR]
+Usage: .venv/bin/python -m scripts.screenshots [OUT_DIR]   (from the checkout: it
+borrows the History and Review screens' fixtures from tests/)
 
 The screens show real state: a temporary state directory filled through the
 registry (jobs registered, events recorded, sessions created, heartbeats
@@ -24,26 +25,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from textual.pilot import Pilot
+from textual.widgets import LoadingIndicator
+
+from app.settings import Settings
+from app.tmux.driver import TmuxDriver
+from app.tmux.names import session_name_for
+from app.tmux.panes import JOB_OPTION
+from app.tui.app import ControlRoomApp
+from app.tui.registry_source import RegistrySource
+from app.tui.screens.attach_hint import AttachHintScreen
+from bus import heartbeats
+from registry.events import build_event
+from registry.jobs import Registry
+from registry.sessions import SessionStore
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "tui_history"))  # the History screen's parquet fixture
-sys.path.insert(0, str(ROOT / "tests" / "review"))  # the Review screen's repository
-
-from textual.pilot import Pilot  # noqa: E402
-from textual.widgets import LoadingIndicator  # noqa: E402
-
-from app.settings import Settings  # noqa: E402
-from app.tmux.driver import TmuxDriver  # noqa: E402
-from app.tmux.names import session_name_for  # noqa: E402
-from app.tmux.panes import JOB_OPTION  # noqa: E402
-from app.tui.app import ControlRoomApp  # noqa: E402
-from app.tui.registry_source import RegistrySource  # noqa: E402
-from app.tui.screens.attach_hint import AttachHintScreen  # noqa: E402
-from bus import heartbeats  # noqa: E402
-from registry.events import build_event  # noqa: E402
-from registry.jobs import Registry  # noqa: E402
-from registry.sessions import SessionStore  # noqa: E402
-
 SIZE = (120, 40)
 WAITING_JOB = "00000002"  # beta's job, asking about pyproject.toml (ids are pinned)
 START = datetime(2025, 1, 15, 11, 30, 0, tzinfo=UTC)
@@ -234,7 +231,7 @@ REVIEW_GIT_ENV = {
 
 def build_review(scratch: Path) -> tuple[Path, int]:
     """A repository with two agents' work up for review; (state dir, the pinned now)."""
-    from review_fixture import build_review_state
+    from tests.review.review_fixture import build_review_state
 
     os.environ.update(REVIEW_GIT_ENV, GIT_CONFIG_GLOBAL=str(scratch / "no-gitconfig"))
     state_dir = scratch / "review-state"
@@ -252,7 +249,7 @@ async def main(out_dir: Path) -> None:
         clock = PinnedClock()
         build_state(state_dir, clock)
         # Two days of hourly aggregates as `history build` writes them (no Spark needed).
-        from history_fixture import write_history
+        from tests.tui.history.history_fixture import write_history
 
         write_history(state_dir)
         for label, _ in SESSIONS[:3]:  # delta was stopped: its tmux session is gone

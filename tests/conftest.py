@@ -20,8 +20,14 @@ from tests.polling import poll_until
 settings.register_profile("orchestrate", deadline=None)
 settings.load_profile("orchestrate")
 
-# Real Mosquitto fixtures (make_broker, broker, ...) for every tier that needs a broker.
-pytest_plugins = ["tests.mosquitto_fixture"]
+# The shared fixtures, each written once (tests/plugin): a private tmux server, a real
+# Mosquitto, scripted fake model servers and an Orchestrator, for every tier.
+pytest_plugins = [
+    "tests.plugin.tmux",
+    "tests.plugin.mosquitto",
+    "tests.plugin.models",
+    "tests.plugin.orchestrator",
+]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,4 +1,4 @@
-"""Record each real agent's screens into tests/agents/fixtures/<agent>/ (not a test).
+"""Record each real agent's screens into tests/fixtures/agents/<agent>/recorded/ (not a test).
 
     .venv/bin/python -m tests.agents.record_fixtures [claude codex gemini aider]
 
@@ -25,7 +25,7 @@ from tests.agents.fake_models.server import FakeModelServer, RecordedRequest
 from tests.agents.tmux_pane import AgentPane
 from tests.polling import poll_until
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 TASK = "create done.txt"
 
 
@@ -34,10 +34,10 @@ def main(names: list[str]) -> None:
         lab = Path(f"/tmp/lab-{name}")
         shutil.rmtree(lab, ignore_errors=True)
         try:
-            record(AGENTS[name], lab, FIXTURES / name)
+            record(AGENTS[name], lab, FIXTURES / name / "recorded")
         finally:
             shutil.rmtree(lab, ignore_errors=True)
-        print(f"recorded {name} into {FIXTURES / name}")
+        print(f"recorded {name} into {FIXTURES / name / 'recorded'}")
 
 
 def record(agent: AgentCase, tmp: Path, out: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from tests.agents.agent_cases import AGENTS, AgentCase
 from tests.agents.clis import require
-from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.script import Script
+from tests.plugin.models import ServeModel
 from tests.polling import poll_until
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]

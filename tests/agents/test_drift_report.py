@@ -11,7 +11,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testcase classname="tests.agents.test_cli_harness" name="test_yes_runs_the_command[claude]">
 <failure message="AssertionError: no dialog within 30 s">long traceback</failure></testcase>
 <testcase classname="tests.agents.test_cli_harness" name="test_yes_runs_the_command[codex]"/>
-<testcase classname="tests.tui_live.test_three_real_agents" name="test_three_agents">
+<testcase classname="tests.tui.live.test_three_real_agents" name="test_three_agents">
 <error message="">setup broke</error></testcase>
 </testsuite></testsuites>
 """

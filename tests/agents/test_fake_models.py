@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.anthropic import AnthropicMessages
 from tests.agents.fake_models.gemini import GeminiApi
 from tests.agents.fake_models.openai_chat import OpenAIChat
 from tests.agents.fake_models.openai_responses import OpenAIResponses
 from tests.agents.fake_models.script import Fail, Reply, RunShell, Script, Usage, fill_schema
 from tests.agents.fake_models.server import FakeModelServer
+from tests.plugin.models import ServeModel
 
 
 def post(server: FakeModelServer, path: str, body: Any) -> tuple[int, str]:

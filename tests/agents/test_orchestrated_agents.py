@@ -14,8 +14,8 @@ import pytest
 from app.control import Orchestrator
 from tests.agents.agent_cases import AGENTS, AgentCase
 from tests.agents.clis import require
-from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.script import Reply, Script
+from tests.plugin.models import ServeModel
 
 pytestmark = pytest.mark.agents
 

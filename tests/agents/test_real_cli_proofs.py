@@ -27,9 +27,9 @@ from registry.jobs import Registry
 from registry.vocabulary import Activity, MessageType
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from tests.agents.conftest import ServeModel
 from tests.agents.fake_models.script import Reply, Script, Usage
 from tests.agents.test_orchestrated_agents import supervise_until
+from tests.plugin.models import ServeModel
 from tests.polling import poll_until
 
 pytestmark = pytest.mark.agents

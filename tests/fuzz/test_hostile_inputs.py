@@ -18,7 +18,6 @@ import re
 import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +41,8 @@ from registry.detail import check_detail, scrub_detail, unsafe_detail_reason
 from registry.errors import InvalidEvent, InvalidJobInput
 from registry.events import EVENT_TYPES, parse_event
 from registry.records import check_label
-from tests.tui_live import xterm_everything
+from tests.plugin.tmux import reap_tmux_server
+from tests.tui.live import xterm_everything
 
 CI = os.environ.get("ORCHESTRATE_FUZZ") == "ci"
 
@@ -361,9 +361,7 @@ def tmux_server() -> Iterator[list[str]]:
     try:
         yield tmux
     finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
-        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
-        (base / f"tmux-{os.getuid()}" / socket).unlink(missing_ok=True)
+        reap_tmux_server(socket)
 
 
 NAME_CHARS = st.characters(

@@ -1,6 +1,6 @@
 """The system under test for the Jepsen-style suite, as real processes, and the faults.
 
-* a real Mosquitto (``tests/mosquitto_fixture.py``: the product's own config);
+* a real Mosquitto (``tests/plugin/mosquitto.py``: the product's own config);
 * the control room: a registry in its state dir and ``orchestrate ingest``;
 * agents on "other hosts": state dirs without a registry, each event one real
   ``orchestrate publish`` process (its outbox and background flusher included).
@@ -28,7 +28,7 @@ from bus.broker import BrokerUser, control_password
 from registry.jobs import Registry
 from tests.agent_host import stop_flushers
 from tests.jepsen.checker import History, Op
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.jepsen.cluster import Cluster, Ingest, broker_users, register_jobs
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 
 MakeCluster = Callable[..., Cluster]
 

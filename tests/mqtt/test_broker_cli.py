@@ -19,7 +19,7 @@ from bus.broker_home import ROOT_BROKER_HOME, default_broker_dir
 from bus.errors import BrokerAuthError
 from bus.mqtt import BrokerConfig, publish_once
 from tests.ci import missing_part
-from tests.mqtt.conftest import MOSQUITTO
+from tests.plugin.mosquitto import MOSQUITTO
 
 CONFIG_FILES = ("mosquitto.conf", "broker.json")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from bus.delivery_outbox import Confirmation, Outbox
 from bus.delivery_sender import OutboxFlusher, deliver
 from bus.mqtt import MqttSubscriber
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until
 
 

@@ -15,7 +15,7 @@ from bus.broker import BrokerUser, control_password, issue_client_cert
 from bus.broker_users import password_line, write_password_file
 from bus.errors import BrokerAuthError, BrokerUnavailable, MqttTlsError, PublishRefused
 from bus.mqtt import MqttSubscriber, ReceivedMessage, publish_once
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 
 Collect = Callable[..., list[ReceivedMessage]]
 UntilPayload = Callable[..., list[bytes]]

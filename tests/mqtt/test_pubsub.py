@@ -15,7 +15,7 @@ from bus.mqtt import (
     ReceivedMessage,
     publish_once,
 )
-from tests.mqtt.conftest import RunningBroker  # noqa: F401  (type only)
+from tests.plugin.mosquitto import RunningBroker  # noqa: F401  (type only)
 
 Collect = Callable[..., list[ReceivedMessage]]
 UntilPayload = Callable[..., list[bytes]]

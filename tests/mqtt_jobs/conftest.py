@@ -15,7 +15,7 @@ import paho.mqtt.client as mqtt
 import pytest
 
 from registry.ingest import IngestBridge
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until as wait_for
 
 

@@ -17,8 +17,8 @@ from registry.events import Event, build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.signing import sign
-from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.conftest import BridgeThread, raw_publish
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until as wait_for
 
 

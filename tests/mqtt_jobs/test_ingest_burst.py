@@ -13,8 +13,8 @@ from registry.events import Event, build_event
 from registry.ingest import IngestBridge
 from registry.jobs import Recorded, Registry
 from registry.signing import sign
-from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.test_ingest import BridgeThread, agent_events, bus_event_seqs, moves
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until as wait_for
 
 BURST = 400

@@ -20,8 +20,8 @@ from registry.delivery import outbox_path
 from registry.jobs import Registry
 from registry.remote_seq import SEQ_DIR
 from tests.agent_host import stop_flushers
-from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.test_ingest import remote_job
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until
 
 

@@ -12,8 +12,8 @@ from bus.mqtt import publish_once
 from registry.events import build_event
 from registry.jobs import Registry
 from registry.signing import sign
-from tests.mosquitto_fixture import RunningBroker
 from tests.mqtt_jobs.conftest import raw_publish
+from tests.plugin.mosquitto import RunningBroker
 
 
 def register(cli: Any, broker: RunningBroker | None, *flags: str) -> str:

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: make git_repos importable
-
-from git_repos import make_repo
-
 from app.settings import Settings
-from app.tmux.driver import TmuxDriver
+from tests.review.git_repos import make_repo
 
 
 @pytest.fixture(autouse=True)
@@ -45,19 +38,6 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(state_dir: Path) -> Settings:
     return Settings(state_dir=state_dir)
-
-
-@pytest.fixture
-def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A private tmux socket for this test (CLI subprocesses too); its server is reaped."""
-    name = f"orch_test_{uuid.uuid4().hex[:10]}"
-    monkeypatch.setenv("ORCHESTRATE_TMUX_SOCKET", name)
-    try:
-        yield name
-    finally:
-        TmuxDriver(name).server.cmd("kill-server")
-        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
-        (base / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from git_repos import commit_file, make_repo
-
 from app.review.flow import ReviewFlow
 from app.review.worktree import plan_worktree, prepare_worktree
 from app.settings import Settings
 from registry.jobs import Registry
+from tests.review.git_repos import commit_file, make_repo
 
 CART = '''"""The shopping cart."""
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from git_repos import git, make_repo
-
 from app.git.diff import read_diff
+from tests.review.git_repos import git, make_repo
 
 TRICKY = "+++ not a header\n--- nor this\n@@ nor this @@\n\\ nor this\nplain\n"
 

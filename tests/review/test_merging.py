@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from git_repos import commit_file, finish_job, git, start_job
 
 from app.git.errors import CheckoutInTheWay
 from app.review.diffs import read_review_diff
@@ -13,6 +12,7 @@ from app.review.flow import ReviewFlow
 from app.review.merging import approve
 from app.settings import Settings
 from registry.errors import IllegalTransition
+from tests.review.git_repos import commit_file, finish_job, git, start_job
 
 
 def reviewed(settings: Settings, repo: Path, text: str, prompt: str = "change app") -> str:

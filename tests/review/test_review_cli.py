@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from git_repos import commit_file, git, start_job
-
 from app.settings import Settings
 from registry.jobs import Registry
 from registry.review import ReviewStore
 from tests.polling import poll_until
+from tests.review.git_repos import commit_file, git, start_job
 
 
 def reviews(cli: Any) -> dict[str, dict[str, Any]]:

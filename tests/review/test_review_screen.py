@@ -6,13 +6,11 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from git_repos import commit_file, finish_job, git, start_job
 from textual.widgets import Button, TextArea
 
 from app.review.finished import work_finished
@@ -29,9 +27,8 @@ from app.tui.widgets.review_files import ReviewFiles
 from registry.jobs import Registry
 from registry.review import ReviewStore
 from tests.polling import poll_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-from tui_helpers import loaded, notices, wait_until
+from tests.review.git_repos import commit_file, finish_job, git, start_job
+from tests.tui.tui_helpers import loaded, notices, wait_until
 
 SIZE = (120, 40)
 NOW = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)

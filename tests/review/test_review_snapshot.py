@@ -5,7 +5,6 @@ commit dates. Regenerate with `pytest tests/review --snapshot-update`."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,15 +12,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from review_fixture import build_review_state
 
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
 from app.tui.registry_source import RegistrySource
 from app.tui.screens.review import ReviewScreen
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-from tui_helpers import loaded, settled, wait_until
+from tests.review.review_fixture import build_review_state
+from tests.tui.tui_helpers import loaded, settled, wait_until
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "screenshots.py"
 SIZE = (120, 40)

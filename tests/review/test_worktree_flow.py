@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from git_repos import commit_file, finish_job, git, make_repo, start_job
 
 from app.git.errors import BaseNotFound, NotARepository, OperationInProgress
 from app.review.flow import ReviewFlow
@@ -16,6 +15,7 @@ from app.review.worktree import plan_worktree, prepare_worktree
 from app.settings import Settings
 from registry.jobs import Registry
 from registry.review import ReviewStore
+from tests.review.git_repos import commit_file, finish_job, git, make_repo, start_job
 
 
 def test_two_jobs_edit_the_same_file_without_seeing_each_other(

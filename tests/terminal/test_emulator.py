@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from app.terminal.emulator import MAX_SEQUENCE_CHARS, TerminalEmulator
-from tests.tui_live.xterm_everything import LAST_LINE, MARKUP, SEQUENCES
-from tests.tui_live.xterm_everything import payload as xterm_payload
+from tests.tui.live.xterm_everything import LAST_LINE, MARKUP, SEQUENCES
+from tests.tui.live.xterm_everything import payload as xterm_payload
 
 # The real agents' captured pane streams (copied into the repo from the measurement
 # session's shared/agents/fixtures, so a fresh clone tests against them).

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.tmux.driver import TmuxDriver
+from tests.plugin.tmux import NewTmuxServer
 
 RECORDER = """\
 import json, sys
@@ -21,22 +19,9 @@ with open(sys.argv[1], "a", encoding="utf-8") as handle:
 
 
 @pytest.fixture
-def driver() -> Iterator[TmuxDriver]:
+def driver(private_tmux: NewTmuxServer) -> TmuxDriver:
     """A driver on its own tmux socket; the server is killed however the test ends."""
-    tmux = TmuxDriver(socket_name=f"orch_test_{uuid.uuid4().hex[:10]}")
-    try:
-        yield tmux
-    finally:
-        socket_path = _socket_path(tmux)
-        # not server.kill(): it raises if the server exits on its own meanwhile
-        tmux.server.cmd("kill-server")
-        socket_path.unlink(missing_ok=True)  # tmux leaves the socket file behind
-
-
-def _socket_path(tmux: TmuxDriver) -> Path:
-    """Where tmux puts a -L socket (it may already be gone with its server)."""
-    base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
-    return base / f"tmux-{os.getuid()}" / tmux.socket_name
+    return TmuxDriver(socket_name=private_tmux())
 
 
 @pytest.fixture

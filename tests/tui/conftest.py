@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: make fake_source importable
-
-from fake_source import FakeSource, fixed_clock
-
 from app.tui.app import ControlRoomApp
+from tests.tui.fake_source import FakeSource, fixed_clock
 
 PANE_LOG_LINES = [f"agent> step {n}: editing src/module_{n}.py" for n in range(1, 9)]
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from memory_source import FIXED_NOW, InMemorySource, demo_source
-
 from app.tui.source import AnswerOutcome, Delta, StopMode
 from registry.vocabulary import Answer
+from tests.tui.memory_source import FIXED_NOW, InMemorySource, demo_source
 
 
 class FakeSource(InMemorySource):

@@ -2,7 +2,7 @@
 
 It keeps jobs, sessions and a bus of events in plain dicts and applies the same
 state machine as the registry, so the look of every screen and the wiring of
-every key can be pinned fast; `tests/tui_live` does the same against the real
+every key can be pinned fast; `tests/tui/live` does the same against the real
 registry and tmux.
 """
 

@@ -6,13 +6,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from unittest.mock import PropertyMock, patch
 
-from fake_source import FakeSource
-from memory_source import FIXED_NOW
 from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, RadioSet
-from tui_helpers import loaded, notices, select, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.commands import COMMANDS
@@ -25,6 +22,9 @@ from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import JobRow, SessionRow
 from app.tui.widgets.jobs_table import JobsTable
+from tests.tui.fake_source import FakeSource
+from tests.tui.memory_source import FIXED_NOW
+from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 # The demo's rows as the table orders them: waiting for an answer, running, then

@@ -8,11 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from fake_source import FakeSource, fixed_clock
-from memory_source import FIXED_NOW
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
-from tui_helpers import loaded, notices, select, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.screens.attach_hint import AttachHintScreen
@@ -26,13 +23,16 @@ from app.tui.screens.talk import TalkScreen
 from app.tui.source import JobRow
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PaneTail
+from tests.tui.fake_source import FakeSource, fixed_clock
+from tests.tui.memory_source import FIXED_NOW
+from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
 SIZE = (120, 40)
 
 
 class Terminal:
     """Stands in for the terminal hand-over (the app's suspend, tested for real in
-    tests/tui_live/test_attach_tmux.py): records each command, checks the app's state
+    tests/tui/live/test_attach_tmux.py): records each command, checks the app's state
     while "away"."""
 
     def __init__(self) -> None:

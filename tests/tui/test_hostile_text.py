@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_source import FakeSource, fixed_clock
-from memory_source import FIXED_NOW
 from textual.pilot import Pilot
-from tui_helpers import loaded, select, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.source import JobRow, SessionRow
+from tests.tui.fake_source import FakeSource, fixed_clock
+from tests.tui.memory_source import FIXED_NOW
+from tests.tui.tui_helpers import loaded, select, wait_until
 
 SIZE = (160, 50)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"  # raw pane streams

@@ -13,13 +13,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fake_source import FakeSource, fixed_clock
-from memory_source import FIXED_NOW
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer
 from textual.widgets._footer import FooterKey
-from tui_helpers import loaded, notices, select, wait_until
 
 from app.supervision.notify import NotifyCommand
 from app.tmux.attach import AttachCommand
@@ -36,6 +33,9 @@ from app.tui.widgets.inbox_panel import InboxPanel
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PaneTail
 from registry.vocabulary import Answer
+from tests.tui.fake_source import FakeSource, fixed_clock
+from tests.tui.memory_source import FIXED_NOW
+from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 WAITING = "7b0e99a1"  # codex, waiting at startup (the demo data)

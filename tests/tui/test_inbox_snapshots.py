@@ -8,11 +8,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
-from fake_source import FakeSource
-from memory_source import FIXED_NOW
-from test_snapshots import after
-
 from app.tui.app import ControlRoomApp
+from tests.tui.fake_source import FakeSource
+from tests.tui.memory_source import FIXED_NOW
+from tests.tui.test_snapshots import after
 
 SIZE = (120, 40)
 Snap = Callable[..., bool]

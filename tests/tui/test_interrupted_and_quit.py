@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from fake_source import FakeSource, fixed_clock
-from tui_helpers import loaded, notices, select, wait_until
-
 from app.tui.app import ControlRoomApp
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.jobs_table import JobsTable
+from tests.tui.fake_source import FakeSource, fixed_clock
+from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 REASON = "its tmux server is gone (a reboot, or tmux kill-server)"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Footer
 from textual.widgets._footer import FooterKey
-from tui_helpers import loaded, notices, select, settled, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
+from tests.tui.tui_helpers import loaded, notices, select, settled, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fake_source import FakeSource
-from tui_helpers import loaded, notices, select, wait_until
-
 from app.tui.app import ControlRoomApp
+from tests.tui.fake_source import FakeSource
+from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 

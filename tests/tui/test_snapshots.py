@@ -9,9 +9,9 @@ from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tui_helpers import loaded, settled, wait_until
 
 from app.tui.app import ControlRoomApp
+from tests.tui.tui_helpers import loaded, settled, wait_until
 
 SIZE = (120, 40)
 Snap = Callable[..., bool]

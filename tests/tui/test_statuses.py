@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from fake_source import FakeSource
 from rich.text import Text
-from tui_helpers import loaded, wait_until
 
 from app.tui.app import ControlRoomApp
 from app.tui.widgets.jobs_table import JobsTable, matches
 from app.tui.widgets.sessions_panel import SessionsPanel
 from app.tui.widgets.theme import LOOKS, look_style
+from tests.tui.fake_source import FakeSource
+from tests.tui.tui_helpers import loaded, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 SIZE = (120, 40)

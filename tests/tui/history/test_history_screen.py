@@ -11,13 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_app import HistoryApp, open_history
-from history_fixture import FIRST_HOUR, aggregate_rows, write_history
 from rich.text import Text
 from textual.command import CommandList
 from textual.geometry import Region
 from textual.widgets import LoadingIndicator, Log, Static
-from tui_helpers import notices, wait_until
 
 import app.tui.screens.history as history_module
 import app.tui.screens.history_read as read_module
@@ -30,6 +27,9 @@ from app.tui.widgets.build_panel import BuildPanel, default_build_steps
 from app.tui.widgets.history_charts import HistoryChart
 from app.tui.widgets.range_picker import RangePicker
 from registry.history.reader import empty_row, history_version
+from tests.tui.history.history_app import HistoryApp, open_history
+from tests.tui.history.history_fixture import FIRST_HOUR, aggregate_rows, write_history
+from tests.tui.tui_helpers import notices, wait_until
 
 SIZE = (120, 40)
 RESTART_HOUR = FIRST_HOUR + timedelta(hours=9)  # the fixture's first control-room start

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.control import Orchestrator
 from app.settings import Settings
-from tests.tui_live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
+from tests.tui.live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
 
 RECORDER = "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(sys.stdin.read() + '\\n')\n"
 

@@ -11,7 +11,7 @@ import pytest
 from registry.history.errors import CorruptHistory
 from registry.history.reader import HourlyAggregate, RestartMarker, load_history
 from registry.history.schema import AGG_COLUMNS, MARKER_COLUMNS, HistoryPaths
-from tests.tui_history.history_fixture import aggregate_rows, restart_rows, write_history
+from tests.tui.history.history_fixture import aggregate_rows, restart_rows, write_history
 
 
 def test_rows_read_back_field_for_field(tmp_path: Path) -> None:

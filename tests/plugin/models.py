@@ -1,4 +1,5 @@
-"""Fixtures for driving real agent CLIs: scripted fake model servers, stopped after each test."""
+"""Scripted fake model servers (``tests/agents/fake_models``) for driving real agent CLIs
+offline, each stopped after the test that started it."""
 
 from __future__ import annotations
 
@@ -22,13 +23,8 @@ def serve_model() -> Iterator[ServeModel]:
         servers.append(server)
         return server
 
-    yield start
-    for server in servers:
-        server.close()
-
-
-# The control room's real tmux, state dir and Orchestrator, for tests that run
-# agents through orchestrate itself.
-from tests.control.conftest import orch, tmux_socket, workdir  # noqa: E402
-
-__all__ = ["ServeModel", "orch", "serve_model", "tmux_socket", "workdir"]
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.close()

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import jobs_table, notices, status_of, wait_notice, wait_until
-from test_end_to_end import TuiPane, watch_env
 
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
@@ -25,8 +23,10 @@ from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.signing import sign
 from tests.ci import require_module
-from tests.mosquitto_fixture import RunningBroker
+from tests.plugin.mosquitto import RunningBroker
 from tests.polling import poll_until
+from tests.tui.live.live_helpers import jobs_table, notices, status_of, wait_notice, wait_until
+from tests.tui.live.test_end_to_end import TuiPane, watch_env
 
 control = require_module("app.control")
 

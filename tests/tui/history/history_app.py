@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fake_source import FakeSource, fixed_clock
 from textual.pilot import Pilot
-from tui_helpers import settled, wait_until
 
 from app.settings import Settings
 from app.tui.app import ControlRoomApp
 from app.tui.screens.history import HistoryScreen
 from app.tui.widgets.history_charts import HistoryChart
+from tests.tui.fake_source import FakeSource, fixed_clock
+from tests.tui.tui_helpers import settled, wait_until
 
 
 class HistoryApp(ControlRoomApp):

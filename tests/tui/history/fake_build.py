@@ -7,9 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from history_fixture import write_history
+from tests.tui.history.history_fixture import write_history
 
 
 def main(mode: str, state_dir: Path, gate: Path) -> int:

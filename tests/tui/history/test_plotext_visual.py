@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from history_fixture import write_history
 from plotext._dict import themes as plotext_themes  # type: ignore[import-untyped]
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -25,6 +24,7 @@ from app.tui.widgets.history_charts import (
 )
 from app.tui.widgets.plotext_visual import auto_plotext_theme, render_plot
 from registry.history.reader import load_history
+from tests.tui.history.history_fixture import write_history
 
 Cell = tuple[str, Style | None]
 

@@ -13,7 +13,7 @@ from registry.jobs import Registry
 from tests.ci import require_module
 
 DEADLINE_S = 30.0
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class TuiPane:

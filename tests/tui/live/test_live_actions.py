@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import jobs_table, notices, select_job, status_of, wait_notice, wait_until
 from textual.widgets import Input
 
 from app.settings import Settings
@@ -23,6 +22,14 @@ from app.tui.screens.new_job import NewJobScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from registry.vocabulary import JobStatus
 from tests.ci import require_module
+from tests.tui.live.live_helpers import (
+    jobs_table,
+    notices,
+    select_job,
+    status_of,
+    wait_notice,
+    wait_until,
+)
 
 control = require_module("app.control")
 

@@ -3,22 +3,19 @@ dir holding (or not) a history written by `history_fixture`, and fake build comm
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))  # importlib mode: make history_fixture importable
-sys.path.insert(0, str(HERE.parent / "tui"))  # and the control room's fake source
+from app.tui.screens.history import HistoryScreen
+from app.tui.widgets.build_panel import BuildStep
+from tests.tui.history.history_app import HistoryApp
 
-from history_app import HistoryApp  # noqa: E402
-
-from app.tui.screens.history import HistoryScreen  # noqa: E402
-from app.tui.widgets.build_panel import BuildStep  # noqa: E402
-
-FAKE_BUILD = HERE / "fake_build.py"
+ROOT = Path(__file__).resolve().parents[3]
+FAKE_BUILD = "tests.tui.history.fake_build"  # run with -m: it imports history_fixture
 
 
 @pytest.fixture
@@ -36,9 +33,12 @@ def fake_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[...,
         if not gated:
             gate.touch()
         mode = "fail" if fail else "build"
+        # the build steps run wherever the test stands: the checkout is found on the path
+        paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
 
         def steps(state_dir: Path, full: bool) -> list[BuildStep]:
-            script = (sys.executable, str(FAKE_BUILD))
+            script = (sys.executable, "-m", FAKE_BUILD)
             return [
                 BuildStep("export", (*script, "export", str(state_dir), str(gate))),
                 BuildStep("history build", (*script, mode, str(state_dir), str(gate))),

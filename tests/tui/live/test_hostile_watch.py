@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +15,13 @@ import pytest
 from registry.jobs import Registry
 from registry.sessions import SessionStore
 from tests.conftest import run_cli
+from tests.plugin.tmux import NewTmuxServer
 from tests.polling import poll_until
-from tests.tui_live import xterm_everything
-from tests.tui_live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
-from tests.tui_live.xterm_everything import LAST_LINE
+from tests.tui.live import xterm_everything
+from tests.tui.live.test_end_to_end import DEADLINE_S, TuiPane, watch_env
+from tests.tui.live.xterm_everything import LAST_LINE
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"  # raw pane streams
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"  # raw pane streams
 
 
 class WidePane(TuiPane):
@@ -82,14 +81,10 @@ def test_watch_survives_hostile_labels_details_and_pane_output(
 
 
 @pytest.fixture
-def agents_socket(tmux_socket: str) -> Iterator[str]:
+def agents_socket(tmux_socket: str, private_tmux: NewTmuxServer) -> str:
     """The agents' own tmux server (orchestrate's `-L orchestrate`), apart from the
     operator's terminal (the `tmux_socket` server that runs `watch`); reaped after."""
-    name = f"{tmux_socket}-agents"
-    yield name
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
-    base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
-    (base / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
+    return private_tmux(f"{tmux_socket}-agents")
 
 
 def click_at(pane: TuiPane, screen: str, text: str) -> None:

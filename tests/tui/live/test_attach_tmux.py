@@ -5,12 +5,10 @@ go in with `send-keys`, the screen is read with `capture-pane`."""
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +16,16 @@ import pytest
 
 from app.settings import Settings
 from tests.ci import require_module
+from tests.plugin.tmux import NewTmuxServer
 
 control = require_module("app.control")
 DEADLINE_S = 40.0  # the control room starts in a few seconds, slower on a loaded machine
 
 
 @pytest.fixture
-def outer(tmux_socket: str) -> Iterator[str]:
+def outer(tmux_socket: str, private_tmux: NewTmuxServer) -> str:
     """The person's own tmux server (not orchestrate's), reaped after the test."""
-    tmux = shutil.which("tmux") or "tmux"
-    name = f"orch-outer-{uuid.uuid4().hex[:8]}"
-    yield name
-    subprocess.run([tmux, "-L", name, "kill-server"], capture_output=True, check=False)
+    return private_tmux("orch-outer")
 
 
 def tmux(server: str, *args: str) -> str:
@@ -65,7 +61,7 @@ def test_enter_attaches_ctrl_q_comes_back_and_the_app_is_as_it_was(
     second = orch.submit("second", "custom", "att-2", agent_cmd=agent)
     watch = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "watch"]
     command = shlex.join(["env", f"ORCHESTRATE_TMUX_SOCKET={tmux_socket}", *watch])
-    cwd = str(Path(__file__).resolve().parents[2])
+    cwd = str(Path(__file__).resolve().parents[3])
     tmux(outer, "new-session", "-d", "-s", "person", "-x", "100", "-y", "30", "-c", cwd, command)
     wait_screen(outer, lambda s: first.job_id in s and second.job_id in s, "both jobs")
     tmux(outer, "send-keys", "-t", "person", "/")  # keys go in as a person types them:
@@ -100,7 +96,7 @@ async def test_i_sends_text_that_reaches_the_agents_pane(state_dir: Path, tmux_s
     """i, a message, enter: the text arrives in the agent's pane as a paste then Enter
     (the agent here echoes each line it reads), and the job records an `input` event
     saying who sent how much."""
-    from live_helpers import select_job, wait_notice
+    from tests.tui.live.live_helpers import select_job, wait_notice
 
     orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     agent = ["sh", "-c", 'echo ready; while read line; do echo "got:$line"; done', "{prompt}"]
@@ -135,7 +131,7 @@ async def test_t_on_a_running_job_without_a_pane_leaves_it_running(
     its (missing) pane log, and the next supervision pass leaves the job as it was. `t`
     created the log, which marks a job whose agent orchestrate started: the job was
     failed (later marked interrupted) as an agent whose pane had vanished."""
-    from live_helpers import select_job, wait_notice
+    from tests.tui.live.live_helpers import select_job, wait_notice
 
     orch: Any = control.Orchestrator(Settings(state_dir), tmux_socket=tmux_socket)
     job = orch.registry.register("by hand", "bash", "hand")
@@ -163,7 +159,7 @@ def test_inside_orchestrates_own_tmux_enter_switches_the_client_and_ctrl_q_back(
     job = orch.submit("agent", "custom", "sw-1", agent_cmd=agent)
     watch = [sys.executable, "-m", "app", "--state-dir", str(state_dir), "watch"]
     command = shlex.join(["env", f"ORCHESTRATE_TMUX_SOCKET={tmux_socket}", *watch])
-    cwd = str(Path(__file__).resolve().parents[2])
+    cwd = str(Path(__file__).resolve().parents[3])
     tmux(
         tmux_socket, "new-session", "-d", "-s", "room", "-x", "100", "-y", "30", "-c", cwd, command
     )

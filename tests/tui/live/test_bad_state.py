@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_helpers import jobs_table, select_job, wait_notice, wait_until
 from textual.pilot import Pilot
 
 from app.settings import Settings
@@ -21,6 +20,7 @@ from registry.ingest import IngestBridge
 from registry.jobs import Registry
 from registry.mqtt_source import ClientIdLock
 from registry.sessions import SessionStore
+from tests.tui.live.live_helpers import jobs_table, select_job, wait_notice, wait_until
 
 SIZE = (120, 40)
 MakeApp = Callable[..., ControlRoomApp]

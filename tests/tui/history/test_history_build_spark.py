@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from history_app import HistoryApp, open_history
 
 from app.tui.screens.history import HistoryScreen
 from app.tui.widgets.build_panel import BuildStep, default_build_steps
@@ -16,9 +15,10 @@ from app.tui.widgets.history_charts import HistoryChart
 from registry.history.errors import java_available
 from registry.history.synthetic import generate_lines
 from tests.ci import missing_part
+from tests.tui.history.history_app import HistoryApp, open_history
 
 # ~45 s on this 2-core machine (a cold JVM), over the 30 s budget of the default run:
-# slow keeps it out of it; run it with `pytest tests/tui_history -m spark`.
+# slow keeps it out of it; run it with `pytest tests/tui/history -m spark`.
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 

@@ -7,12 +7,10 @@ of the person's own; keys go in with `send-keys`, the screen is read with `captu
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,8 @@ from registry.jobs import Registry
 from tests.agents.clis import require
 from tests.agents.fake_models.server import FakeModelServer
 from tests.agents.offline_lab import prepare
-from tests.tui_live.test_end_to_end import TuiPane, watch_env
+from tests.plugin.tmux import NewTmuxServer
+from tests.tui.live.test_end_to_end import TuiPane, watch_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.agents]
 AGENTS = ("claude", "codex", "gemini")  # each one's session label is its name too
@@ -30,12 +29,9 @@ FOLLOW_UP = "now create claude-2.txt"
 
 
 @pytest.fixture
-def person(tmux_socket: str) -> Iterator[TuiPane]:
+def person(tmux_socket: str, private_tmux: NewTmuxServer) -> TuiPane:
     """The person's own tmux server (not orchestrate's: stepping in nests), reaped after."""
-    tmux = shutil.which("tmux") or "tmux"
-    pane = TuiPane(f"orch-person-{uuid.uuid4().hex[:8]}", name="person")
-    yield pane
-    subprocess.run([tmux, "-L", pane.socket, "kill-server"], capture_output=True, check=False)
+    return TuiPane(private_tmux("orch-person"), name="person")
 
 
 def until(check: Callable[[], object], what: str, pane: TuiPane) -> None:
