@@ -20,7 +20,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 from collections import deque
@@ -30,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from bus.text import replace_hidden
 from registry.errors import JobNotFound
 from registry.events import Event, is_job_id
 
@@ -46,8 +46,6 @@ REDACTED: Final = "<redacted>"
 
 AuditEntry = dict[str, Any]
 """One parsed events.ndjson line: ``ts``, ``kind``, ``job_id`` and kind-specific keys."""
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -313,8 +311,8 @@ def _short_time(stamp: object) -> str:
 
 
 def _cell(text: str, limit: int) -> str:
-    """One line, no terminal control characters, at most ``limit`` characters."""
-    flat = _CONTROL.sub(" ", text)
+    """One line, no hidden character (``bus/text.py``), at most ``limit`` characters."""
+    flat = replace_hidden(text, " ")
     flat = " ".join(flat.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
