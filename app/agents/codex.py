@@ -22,6 +22,7 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from registry.activity import Observation
+from registry.vocabulary import Activity
 
 APP_SERVER_SOCKET = "codex-app-server.sock"
 
@@ -40,7 +41,7 @@ class Codex(AgentAdapter):
     screen_rules = (
         ScreenRule(
             "codex.approval",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Would you like to (?:run the following command|make the following "
             r"edits|apply)[^\n]*\?)",
             lines=30,
@@ -48,12 +49,12 @@ class Codex(AgentAdapter):
         ),
         ScreenRule(
             "codex.trust",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Do you trust the files in this folder\?|Trust this folder\?)",
         ),
-        ScreenRule("codex.hooks_review", "waiting", r"(?P<question>Hooks need review)"),
-        ScreenRule("codex.working", "working", r"esc to interrupt\)|Reconnecting", lines=8),
-        ScreenRule("codex.idle", "idle", "^\\s*\u203a ", lines=6),
+        ScreenRule("codex.hooks_review", Activity.WAITING, r"(?P<question>Hooks need review)"),
+        ScreenRule("codex.working", Activity.WORKING, r"esc to interrupt\)|Reconnecting", lines=8),
+        ScreenRule("codex.idle", Activity.IDLE, "^\\s*\u203a ", lines=6),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
@@ -131,7 +132,7 @@ class Codex(AgentAdapter):
         if event != "agent-turn-complete":
             return HookReading()
         thread = text_of(payload.get("thread-id")) or None
-        return HookReading(Observation("idle", "hook:codex:notify"), thread)
+        return HookReading(Observation(Activity.IDLE, "hook:codex:notify"), thread)
 
     def about_the_task(self, payload: Mapping[str, Any], prompt: str) -> bool:
         """The turn's input is the job's task itself (or the follow-up a resume sends):

@@ -30,6 +30,7 @@ from typing import Any
 from app.agents.base import APP_SERVER, PROMPT_FILE_WORD, PROMPT_WORD
 from app.agents.env import SECRET_NAMES
 from app.agents.settings_files import write_json
+from registry.vocabulary import Activity
 
 PASTE_READY_TIMEOUT_SEC = 30.0
 PASTE_SETTLE_SEC = 0.5
@@ -134,13 +135,13 @@ def wait_until_ready(spec: LaunchSpec, pane: str, deadline: float) -> None:
     from app.agents.screen import match_screen
 
     adapter = adapter_for(spec.agent, Path(spec.state_dir))
-    rules = [rule for rule in adapter.screen_rules if rule.activity == "idle"]
+    rules = [rule for rule in adapter.screen_rules if rule.activity == Activity.IDLE]
     last: list[str] = []
     settled_since = time.monotonic()
     while time.monotonic() < deadline:
         lines = capture(pane)
         seen = match_screen(spec.agent, rules, lines) if rules else None
-        if seen is not None and seen.activity == "idle":
+        if seen is not None and seen.activity == Activity.IDLE:
             return
         if lines != last:
             last, settled_since = lines, time.monotonic()
