@@ -27,7 +27,7 @@ from registry.vocabulary import Activity
 ACTIVITIES: Final = tuple(Activity)
 """Every activity a running job can have (SPEC §3)."""
 
-NEEDS_PERSON: Final = frozenset({"waiting"})
+NEEDS_PERSON: Final = frozenset({Activity.WAITING})
 APP_SERVER: Final = "appserver:"
 STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER)
 """Sources that report from inside the agent; its status sequence and screen are
@@ -159,7 +159,7 @@ class Observation:
             return bool(current.command) or not self.command
         if not current.source.startswith(APP_SERVER):
             return False
-        asking = current.activity == "waiting"
+        asking = current.activity == Activity.WAITING
         return self.source.startswith("osc:") or (asking and self.source.startswith("screen:"))
 
     def summary(self) -> str:
@@ -271,6 +271,6 @@ INTERRUPTED_WHY: Final = "its agent pane is gone"
 def interruption(activity: str | None, data: Mapping[str, Any] | None) -> str | None:
     """Why a running job is ``interrupted`` (its pane gone: a reboot, tmux killed), as
     the supervisor recorded it; None when the job is not interrupted."""
-    if activity != "interrupted":
+    if activity != Activity.INTERRUPTED:
         return None
     return clean_text((data or {}).get("question")) or INTERRUPTED_WHY

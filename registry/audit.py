@@ -32,6 +32,7 @@ from typing import Any, Final
 from bus.text import replace_hidden
 from registry.errors import JobNotFound
 from registry.events import Event, is_job_id
+from registry.vocabulary import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class AuditLog:
         """Snapshot ``record`` (secrets redacted) to meta.json, set status.json
         and append a ``registered`` line."""
         job_id = str(record.get("job_id", ""))
-        status = str(record.get("status", "pending"))
+        status = str(record.get("status", JobStatus.PENDING))
         try:
             directory = self._ensure_dir(job_id)
             _atomic_write_json(directory / META_FILE, redact(dict(record)))
@@ -284,7 +285,7 @@ def _timeline_row(entry: AuditEntry) -> tuple[str, str, str, str]:
     kind = str(entry.get("kind", "?"))
     what = detail = ""
     if kind == "registered":
-        what = str(entry.get("status", "pending"))
+        what = str(entry.get("status", JobStatus.PENDING))
         agent, session = entry.get("agent"), entry.get("agent_session")
         detail = " @ ".join(str(part) for part in (agent, session) if part)
     elif kind == "status_changed":

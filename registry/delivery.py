@@ -25,6 +25,7 @@ from bus.outbox import Confirmation, Outbox, OutboxMessage
 from registry.errors import InvalidEvent
 from registry.events import Event
 from registry.remote_seq import reserved
+from registry.vocabulary import JobStatus
 
 if TYPE_CHECKING:
     from registry.records import Job
@@ -33,7 +34,7 @@ OUTBOX_DIR = "outbox"
 OUTBOX_NAME = "outbox.db"
 EVENTS_SUFFIX = "/events"
 APPLIED_SUFFIX = "/applied"
-_ENDED_BY_EVENT = ("completed", "error")
+_ENDED_BY_EVENT = (JobStatus.COMPLETED, JobStatus.ERROR)
 
 
 def outbox_path(state_dir: Path) -> Path:
@@ -53,7 +54,7 @@ def confirmation_for(job: Job, epoch: str) -> Confirmation:
     floor = job.seq_floor
     through = max(job.max_seen_seq, floor)
     missing = tuple((max(a, floor + 1), b) for a, b in job.missing_seqs if b > floor)
-    if job.status == "cancelled":
+    if job.status == JobStatus.CANCELLED:
         closed = True
     elif job.status in _ENDED_BY_EVENT:
         result = job.result if isinstance(job.result, dict) else {}

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from bus.text import find_hidden
 from registry.errors import InvalidJobInput
+from registry.vocabulary import Activity, EventType, JobStatus
 
 RECORD_SCHEMA_VERSION: Final = 1
 DEFAULT_TIMEOUT_SEC: Final = 3600
@@ -153,11 +154,11 @@ class Job:
     def waiting(self) -> bool:
         """True while the job waits on a person: its agent's dialog (activity
         ``waiting``) or a ``permission_required`` event it published."""
-        if self.status != "running":
+        if self.status != JobStatus.RUNNING:
             return False
         if self.activity is not None:
-            return self.activity == "waiting"
-        return self.last_event == "permission_required"
+            return self.activity == Activity.WAITING
+        return self.last_event == EventType.PERMISSION_REQUIRED
 
 
 def job_from_row(row: sqlite3.Row) -> Job:

@@ -16,6 +16,7 @@ import click
 
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
+from registry.vocabulary import JobStatus
 
 TESTED_VERSIONS = {
     "claude": "2.1.197",
@@ -81,7 +82,7 @@ def probe_hook(kind: str) -> tuple[bool, str]:
         state = Path(directory) / "state"
         registry = Registry.open(state)
         job = registry.register(PROBE_PROMPT, kind, "doctor")
-        registry.set_status(job.job_id, "running", PROBE_PROMPT)
+        registry.set_status(job.job_id, JobStatus.RUNNING, PROBE_PROMPT)
         env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
         argv = [*orchestrate_command(), "hook", kind]
         if kind in IN_ARGV:

@@ -14,6 +14,7 @@ from app.git.worktrees import has_local_changes
 from app.review.flow import ReviewFlow
 from bus.db import now_ms
 from registry.review import Review
+from registry.vocabulary import ReviewState
 
 DAY_MS = 24 * 3600 * 1000
 DEFAULT_DAYS = 7
@@ -42,7 +43,7 @@ class Collected:
 
 def due(review: Review, older_than_ms: int) -> bool:
     """Merged or discarded before the cutoff, and its work tree not yet removed."""
-    finished = review.state == "COMPLETED" or review.discarded
+    finished = review.state == ReviewState.COMPLETED or review.discarded
     return finished and review.removed_at is None and review.updated_at_ms <= older_than_ms
 
 
@@ -53,7 +54,9 @@ def collect(
     ``days`` ago; what was removed, and what was kept and why."""
     cutoff = now_ms() - int(days * DAY_MS)
     results: list[Collected] = []
-    for review in flow.reviews.list(state=("COMPLETED", "CANCELLED", "FAILED")):
+    for review in flow.reviews.list(
+        state=(ReviewState.COMPLETED, ReviewState.CANCELLED, ReviewState.FAILED)
+    ):
         if not due(review, cutoff):
             continue
         worktree = Path(review.worktree)

@@ -14,6 +14,7 @@ from app.git.runner import run_git
 from app.git.worktrees import has_local_changes
 from app.review.diffs import summarise
 from registry.review import LIVE, Review, ReviewStore
+from registry.vocabulary import JobStatus, ReviewState
 
 MAX_REASON_CHARS = 160
 
@@ -37,7 +38,11 @@ def tree_holds_work(reviews: ReviewStore, job_id: str) -> bool:
     working (a task done between two passes): its idle is then the end of its work,
     not a wait for its task. False for any other job."""
     review = reviews.find(job_id)
-    if review is None or review.state not in ("ASSIGNED", "WORKING") or review.removed_at:
+    if (
+        review is None
+        or review.state not in (ReviewState.ASSIGNED, ReviewState.WORKING)
+        or review.removed_at
+    ):
         return False
     worktree = Path(review.worktree)
     try:
@@ -59,17 +64,17 @@ def work_finished(
     after its task (the supervision pass); a review nobody caught up with its job's
     start yet (no control room, no review command since) is started first."""
     review = reviews.find(job_id)
-    if review is not None and review.state == "ASSIGNED":
+    if review is not None and review.state == ReviewState.ASSIGNED:
         review = _started(reviews, review)
-    if review is None or review.state != "WORKING":
+    if review is None or review.state != ReviewState.WORKING:
         return None
     try:
         summary = summarise(review)
     except GitError as error:
         reason = one_line(f"{why}; its work tree could not be read: {error}", 300)
-        return reviews.move(job_id, "done", reason, at_ms=at_ms, expect=("WORKING",))
+        return reviews.move(job_id, "done", reason, at_ms=at_ms, expect=(ReviewState.WORKING,))
     return reviews.move(
-        job_id, "done", f"{why}: {summary.describe()}", at_ms=at_ms, expect=("WORKING",),
+        job_id, "done", f"{why}: {summary.describe()}", at_ms=at_ms, expect=(ReviewState.WORKING,),
         summary=summary,
     )  # fmt: skip
 
@@ -77,8 +82,10 @@ def work_finished(
 def _started(reviews: ReviewStore, review: Review) -> Review:
     """ASSIGNED -> WORKING, dated when its job started running (as `follow_jobs` does)."""
     moves = [move for found, move in reviews.job_moves() if found.job_id == review.job_id]
-    if not moves or moves[0].status not in ("running", "completed"):
+    if not moves or moves[0].status not in (JobStatus.RUNNING, JobStatus.COMPLETED):
         return review
     move = moves[0]
     at_ms = move.started_at_ms if move.started_at_ms is not None else move.at_ms
-    return reviews.move(review.job_id, "start", "agent started", at_ms=at_ms, expect=("ASSIGNED",))
+    return reviews.move(
+        review.job_id, "start", "agent started", at_ms=at_ms, expect=(ReviewState.ASSIGNED,)
+    )

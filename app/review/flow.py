@@ -30,6 +30,7 @@ from registry.activity import Observation
 from registry.errors import IllegalTransition, RegistryError
 from registry.jobs import Registry
 from registry.review import LIVE, JobMove, Review, ReviewStore
+from registry.vocabulary import Activity, JobStatus, ReviewState
 
 if TYPE_CHECKING:
     from app.orchestration import Orchestrator
@@ -98,17 +99,20 @@ class ReviewFlow:
         if job.at_ms < review.updated_at_ms:
             return None  # the job's last move is older than the review's (a reject)
         job_id, live = review.job_id, (review.state,)
-        if review.state in ("CANCELLED", "FAILED"):
+        if review.state in (ReviewState.CANCELLED, ReviewState.FAILED):
             return self.reviews.move(job_id, "resume", "its job was resumed", expect=live)
-        if review.state == "ASSIGNED" and job.status in ("running", "completed"):
+        if review.state == ReviewState.ASSIGNED and job.status in (
+            JobStatus.RUNNING,
+            JobStatus.COMPLETED,
+        ):
             started = job.started_at_ms if job.started_at_ms is not None else job.at_ms
             review = self.reviews.move(job_id, "start", "agent started", at_ms=started, expect=live)
-            if job.status == "running":
+            if job.status == JobStatus.RUNNING:
                 return review
-        if job.status == "completed":
+        if job.status == JobStatus.COMPLETED:
             return self.on_work_finished(job_id, one_line(job.reason), at_ms=job.at_ms)
-        if job.status in ("error", "cancelled"):
-            transition = "fail" if job.status == "error" else "cancel"
+        if job.status in (JobStatus.ERROR, JobStatus.CANCELLED):
+            transition = "fail" if job.status == JobStatus.ERROR else "cancel"
             why = one_line(f"job {job.status}: {job.reason}")
             return self.reviews.move(job_id, transition, why, at_ms=job.at_ms)
         return None
@@ -135,7 +139,7 @@ class ReviewFlow:
         states.next_state(states.WORKER, review.state, "reject", job_id)
         text = pasteable(message)
         job = self.registry.get(job_id)
-        if job.status != "running":
+        if job.status != JobStatus.RUNNING:
             raise IllegalTransition(
                 f"job {job_id} has ended ({job.status}): its agent takes no more work; "
                 "approve it, discard it, or submit a new job"
@@ -148,12 +152,14 @@ class ReviewFlow:
             )
         paste_into_pane(orchestrator.driver, pane_id, text)
         with contextlib.suppress(RegistryError):  # it ended meanwhile: the move says so
-            self.registry.observe(job_id, Observation("working", "review", "changes requested"))
+            self.registry.observe(
+                job_id, Observation(Activity.WORKING, "review", "changes requested")
+            )
         return self.reviews.move(
             job_id,
             "reject",
             f"changes requested: {one_line(text)}",
-            expect=("IN_REVIEW", "APPROVED"),
+            expect=(ReviewState.IN_REVIEW, ReviewState.APPROVED),
         )
 
     def discard(self, job_id: str) -> Discarded:
@@ -172,7 +178,7 @@ class ReviewFlow:
         """Cancel the job if it is still live, and close its pane (the work tree is
         about to disappear from under it); whether the job was cancelled."""
         job = self.registry.get(job_id)
-        if job.status not in ("pending", "running"):
+        if job.status not in (JobStatus.PENDING, JobStatus.RUNNING):
             return False
         self.registry.cancel(job_id, "discarded by user")
         try:

@@ -20,6 +20,7 @@ from app.review.flow import ReviewFlow
 from registry import states
 from registry.errors import RegistryError
 from registry.review import MERGE_MODES, Review
+from registry.vocabulary import JobStatus, ReviewState
 
 MERGE_ATTEMPTS = 3  # a base that moves under the merge (another approve) is retried
 TITLE_CHARS = 72
@@ -50,9 +51,11 @@ def approve(flow: ReviewFlow, job_id: str, mode: str = "merge") -> Approval:
     if mode not in MERGE_MODES:
         raise GitCommandFailed(f"merge mode must be one of {', '.join(MERGE_MODES)}, not {mode!r}")
     review = flow.reviews.get(job_id)
-    if review.state != "APPROVED":
+    if review.state != ReviewState.APPROVED:
         states.next_state(states.WORKER, review.state, "approve", job_id)
-        review = flow.reviews.move(job_id, "approve", "approved by user", expect=("IN_REVIEW",))
+        review = flow.reviews.move(
+            job_id, "approve", "approved by user", expect=(ReviewState.IN_REVIEW,)
+        )
     return _merge(flow, review, mode)
 
 
@@ -118,7 +121,7 @@ def _completed(
     commit, onto = merged
     reason = f"merged into {review.base} ({mode}, {commit[:12]})"
     done = flow.reviews.move(
-        review.job_id, "merge", reason, expect=("APPROVED",), merged=(mode, commit, onto)
+        review.job_id, "merge", reason, expect=(ReviewState.APPROVED,), merged=(mode, commit, onto)
     )
     _complete_job(flow, review.job_id, reason)
     return Approval(done, merged_commit=commit, committed_uncommitted=committed, moved_in=where)
@@ -128,8 +131,8 @@ def _complete_job(flow: ReviewFlow, job_id: str, reason: str) -> None:
     """Merged is done: a job still running (its agent idle in its pane, kept for
     changes that were not needed) is completed."""
     with contextlib.suppress(RegistryError):  # it ended meanwhile: nothing to do
-        if flow.registry.get(job_id).status == "running":
-            flow.registry.set_status(job_id, "completed", reason)
+        if flow.registry.get(job_id).status == JobStatus.RUNNING:
+            flow.registry.set_status(job_id, JobStatus.COMPLETED, reason)
 
 
 def _title(prompt: str) -> str:

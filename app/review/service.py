@@ -13,6 +13,7 @@ from app.review.merging import Approval, approve
 from app.review.outlook import Outlook, outlooks
 from registry.errors import IllegalTransition
 from registry.review import Review, ReviewStamp
+from registry.vocabulary import Answer, ReviewState
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class ReviewService:
         return outlooks(self.flow.reviews.list()).get(job_id)
 
     def in_review(self) -> int:
-        return self.flow.reviews.count("IN_REVIEW")
+        return self.flow.reviews.count(ReviewState.IN_REVIEW)
 
     def states(self, job_ids: list[str]) -> dict[str, str]:
         """The review state of each of these jobs that ran in a work tree."""
@@ -73,7 +74,7 @@ class ReviewService:
 
     def ready_for_review(self) -> list[str]:
         """The jobs in review now, oldest first."""
-        return [review.job_id for review in self.flow.reviews.list(state=("IN_REVIEW",))]
+        return [review.job_id for review in self.flow.reviews.list(state=(ReviewState.IN_REVIEW,))]
 
     def approve(self, job_id: str, mode: str = "merge") -> Approval:
         return approve(self.flow, job_id, mode)
@@ -84,7 +85,9 @@ class ReviewService:
         job = self.flow.registry.get(job_id)
         if not job.waiting:
             raise IllegalTransition(f"job {job_id} is not waiting for an answer")
-        self.flow.orchestrator.answer(job_id, "yes" if reply == "yes" else "no", by="control room")
+        self.flow.orchestrator.answer(
+            job_id, "yes" if reply == Answer.YES else "no", by="control room"
+        )
 
     def request_changes(self, job_id: str, message: str) -> Review:
         return self.flow.request_changes(job_id, message)

@@ -17,6 +17,7 @@ from app.git.worktrees import add_worktree
 from app.settings import Settings
 from registry.jobstore import JobStore
 from registry.review import BRANCH_PREFIX, ReviewStore
+from registry.vocabulary import JobStatus
 
 WORKTREES_DIR = "worktrees"
 
@@ -108,7 +109,7 @@ def prepare_worktree(
             raise GitCommandFailed(f"cannot create {root}: {error.strerror}") from error
         add_worktree(plan.repo, path, branch, plan.base_commit)
     except GitError as error:
-        jobs.set_status(job_id, "error", f"could not create its work tree: {error}")
+        jobs.set_status(job_id, JobStatus.ERROR, f"could not create its work tree: {error}")
         raise
     workdir = path / plan.subdir
     ReviewStore(jobs.bus).create(
