@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from app.settings import JOB_ENV
+
 PUBLISH_CMD_ENV = "ORCHESTRATE_DEMO_PUBLISH_CMD"
 
 _VERBS = ("Reading", "Analysing", "Editing", "Refactoring", "Testing", "Linting", "Typing")
@@ -42,7 +44,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     env = os.environ
     parser = argparse.ArgumentParser(prog="python -m app.demo_agent", description=__doc__)
     parser.add_argument("prompt_file", nargs="?", help="read the prompt from this file")
-    parser.add_argument("--job", default=env.get("ORCHESTRATE_JOB"), help="job id to report")
+    parser.add_argument("--job", default=env.get(JOB_ENV), help="job id to report")
     parser.add_argument("--steps", type=int, default=int(env.get("ORCHESTRATE_DEMO_STEPS", "4")))
     parser.add_argument(
         "--delay", type=float, default=float(env.get("ORCHESTRATE_DEMO_DELAY", "0.5"))

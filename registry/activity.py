@@ -46,7 +46,7 @@ _SOURCE_WORDS: Final = {
     "control-room": "control room",
     "appserver": "app-server",
 }
-AGENT_NAMES: Final = {
+AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read from here
     "claude": "Claude Code",
     "claude-code": "Claude Code",
     "codex": "Codex",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from app.agents.base import CONTINUE_PROMPT, AgentAdapter, Keys, LaunchContext, LaunchPlan
 from app.agents.screen import ScreenRule
+from registry.activity import AGENT_NAMES
 from registry.vocabulary import Activity
 
 CONFIRM = (
@@ -16,7 +17,7 @@ CONFIRM = (
 
 class Aider(AgentAdapter):
     kind = "aider"
-    display_name = "Aider"
+    display_name = AGENT_NAMES["aider"]
     executable = "aider"
     deliver = "paste"
     done_when = "idle"

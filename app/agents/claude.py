@@ -21,7 +21,7 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
 from registry.vocabulary import Activity
 
 # Hook events orchestrate listens to, and the activity each one means. The
@@ -43,7 +43,7 @@ HOOK_TIMEOUT_SEC = 5
 class Claude(AgentAdapter):
     kind = "claude"
     aliases = ("claude-code",)
-    display_name = "Claude Code"
+    display_name = AGENT_NAMES["claude"]
     executable = "claude"
     deliver = "argv"
     done_when = "idle"

@@ -21,7 +21,7 @@ from app.agents.base import (
     text_of,
 )
 from app.agents.screen import ScreenRule
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
 from registry.vocabulary import Activity
 
 APP_SERVER_SOCKET = "codex-app-server.sock"
@@ -29,7 +29,7 @@ APP_SERVER_SOCKET = "codex-app-server.sock"
 
 class Codex(AgentAdapter):
     kind = "codex"
-    display_name = "Codex"
+    display_name = AGENT_NAMES["codex"]
     executable = "codex"
     deliver = "argv"
     done_when = "idle"

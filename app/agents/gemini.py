@@ -23,7 +23,7 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
 from registry.vocabulary import Activity
 
 HOME_ENV = "GEMINI_CLI_HOME"
@@ -83,7 +83,7 @@ def with_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
 
 class Gemini(AgentAdapter):
     kind = "gemini"
-    display_name = "Gemini CLI"
+    display_name = AGENT_NAMES["gemini"]
     executable = "gemini"
     deliver = "argv"
     done_when = "idle"

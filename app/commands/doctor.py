@@ -16,6 +16,7 @@ import click
 
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
+from app.settings import HOME_ENV, JOB_ENV
 from registry.vocabulary import JobStatus
 
 TESTED_VERSIONS = {
@@ -83,7 +84,7 @@ def probe_hook(kind: str) -> tuple[bool, str]:
         registry = Registry.open(state)
         job = registry.register(PROBE_PROMPT, kind, "doctor")
         registry.set_status(job.job_id, JobStatus.RUNNING, PROBE_PROMPT)
-        env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
+        env = {**os.environ, HOME_ENV: str(state), JOB_ENV: job.job_id}
         argv = [*orchestrate_command(), "hook", kind]
         if kind in IN_ARGV:
             argv.append(json.dumps(payload))

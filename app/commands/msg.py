@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from app.commands.json_argument import read_json_argument
-from app.settings import Settings
+from app.settings import JOB_ENV, Settings
 from app.terminal.output import dumps
 from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Message, Outgoing
@@ -22,7 +22,7 @@ from registry.wording import counted
 
 def default_agent() -> str:
     """Who "I" am on the bus: the job a pane runs for, else the control room ("hq")."""
-    return os.environ.get("ORCHESTRATE_JOB") or "hq"
+    return os.environ.get(JOB_ENV) or "hq"
 
 
 def parse_payload(text: str | None) -> Any:
