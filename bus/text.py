@@ -23,6 +23,7 @@ The class lives in ``bus`` because that is the lowest layer: every sink can impo
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -31,11 +32,31 @@ from typing import Final
 HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 """The Unicode general categories of hidden characters (see the module docstring)."""
 
-# Every hidden character is outside printable ASCII, so a text is scanned by a regex
-# (in C) for those and only they are looked up. Building one character class of the
-# 2,000-odd hidden code points would mean asking `unicodedata` about all 1.1 million
-# at import (a second of CPU on a busy machine, paid by every CLI command).
-_CANDIDATE: Final = re.compile(r"[^ -~]")
+
+_ASCII_HIDDEN: Final = tuple(
+    char for char in map(chr, range(128)) if unicodedata.category(char) in HIDDEN_CATEGORIES
+)
+"""The hidden ASCII characters (C0 controls and DEL), asked of `unicodedata` too."""
+
+
+# Python calls no hidden character printable (``str.isprintable`` is false for the
+# categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs but the space), so a text is cut (by a
+# regex, in C) into its hidden ASCII characters and the runs between them (lines,
+# mostly): a run that ``isprintable`` passes whole, and only the others are looked up
+# character by character. Pure ASCII text needs only the first regex. One character
+# class of the 2,000-odd hidden code points would instead mean asking `unicodedata`
+# about all 1.1 million at import (a second of CPU on a busy machine, paid by every
+# CLI command).
+_ALL_ASCII_HIDDEN: Final = "".join(map(re.escape, _ASCII_HIDDEN))
+
+
+@functools.lru_cache(maxsize=16)
+def _patterns(keep: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The hidden ASCII characters but ``keep``; and those or a run between any two
+    hidden ASCII characters (a kept one, such as a newline, is matched by neither, so
+    the scan passes it without a call)."""
+    hidden = "[" + "".join(re.escape(char) for char in _ASCII_HIDDEN if char not in keep) + "]"
+    return re.compile(hidden), re.compile(f"{hidden}|[^{_ALL_ASCII_HIDDEN}]+")
 
 
 def is_hidden(char: str) -> bool:
@@ -53,10 +74,15 @@ def find_hidden(text: str, *, keep: str = "") -> int | None:
     >>> find_hidden("ok\\u202eko"), find_hidden("a\\tb", keep="\\t"), find_hidden("plain")
     (2, None, None)
     """
-    for match in _CANDIDATE.finditer(text):
-        char = match.group()
-        if char not in keep and is_hidden(char):
-            return match.start()
+    if text.isprintable():
+        return None
+    for match in _patterns(keep)[1].finditer(text):
+        piece = match.group()
+        if piece.isprintable():
+            continue
+        for offset, char in enumerate(piece):
+            if char not in keep and is_hidden(char):
+                return match.start() + offset
     return None
 
 
@@ -69,11 +95,20 @@ def replace_hidden(text: str, stand_in: Callable[[str], str] | str, *, keep: str
     >>> replace_hidden("x\\ty\\x07", lambda char: f"<{ord(char)}>", keep="\\t")
     'x\\ty<7>'
     """
+    if text.isprintable():
+        return text
 
-    def one(match: re.Match[str]) -> str:
-        char = match.group()
+    def one(char: str) -> str:
         if char in keep or not is_hidden(char):
             return char
         return stand_in(char) if callable(stand_in) else stand_in
 
-    return _CANDIDATE.sub(one, text)
+    ascii_hidden, pieces = _patterns(keep)
+    if text.isascii():
+        return ascii_hidden.sub(lambda match: one(match.group()), text)
+
+    def piece(match: re.Match[str]) -> str:
+        found = match.group()
+        return found if found.isprintable() else "".join(map(one, found))
+
+    return pieces.sub(piece, text)
