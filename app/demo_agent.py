@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from app.settings import JOB_ENV
+from registry.vocabulary import EventType
 
 PUBLISH_CMD_ENV = "ORCHESTRATE_DEMO_PUBLISH_CMD"
 
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
     say(f"demo agent: job {args.job or '-'}, {args.steps} steps, seed {args.seed}")
     say(f"task: {summary}")
-    reporter.publish("started", "demo agent started", {"steps": args.steps})
+    reporter.publish(EventType.STARTED, "demo agent started", {"steps": args.steps})
     ask_at = max(1, args.steps // 2) if args.ask_permission else None
     for step in range(1, args.steps + 1):
         target = rng.choice(_FILES)
@@ -170,26 +171,30 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         time.sleep(args.delay)
         say(f"  step {step}/{args.steps} done ({rng.randint(3, 120)} lines touched)")
         reporter.publish(
-            "progress",
+            EventType.PROGRESS,
             f"step {step} of {args.steps}: {target}",
             {"step": step, "of": args.steps, "file": target},
         )
         if step == ask_at:
             question = f"Allow edit of {target}?"
-            reporter.publish("permission_required", question, {"file": target, "step": step})
+            reporter.publish(
+                EventType.PERMISSION_REQUIRED, question, {"file": target, "step": step}
+            )
             granted = ask(question, answers, out)
             if not granted:
                 say("permission denied: stopping")
-                reporter.publish("error", "permission denied", {"file": target})
+                reporter.publish(EventType.ERROR, "permission denied", {"file": target})
                 return 1
             say(f"permission granted for {target}")
-            reporter.publish("progress", "permission granted", {"file": target, "step": step})
+            reporter.publish(
+                EventType.PROGRESS, "permission granted", {"file": target, "step": step}
+            )
     if args.fail:
         say("error: simulated failure (tests failed)")
-        reporter.publish("error", "simulated failure", {"steps": args.steps})
+        reporter.publish(EventType.ERROR, "simulated failure", {"steps": args.steps})
         return 1
     say("all steps done")
-    reporter.publish("completed", "demo agent finished", {"steps": args.steps})
+    reporter.publish(EventType.COMPLETED, "demo agent finished", {"steps": args.steps})
     return 0
 
 

@@ -7,12 +7,14 @@ import click
 from app.orchestration import Orchestrator
 from app.orchestration.answering import parse_answer
 from app.settings import Settings
+from registry.vocabulary import Answer
 
 
 @click.command()
 @click.option("--job", "job_id", required=True, metavar="ID", help="The job asking permission.")
 @click.argument(
-    "reply", type=click.Choice(["yes", "no", "always", "y", "n", "a"], case_sensitive=False)
+    "reply",
+    type=click.Choice([*(answer.value for answer in Answer), "y", "n", "a"], case_sensitive=False),
 )
 @click.pass_obj
 def answer(settings: Settings, job_id: str, reply: str) -> None:
