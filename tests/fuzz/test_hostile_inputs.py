@@ -24,7 +24,6 @@ import json
 import os
 import re
 import subprocess
-import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -52,6 +51,7 @@ from registry.detail import check_detail, scrub_detail, unsafe_detail_reason
 from registry.errors import InvalidEvent, InvalidJobInput
 from registry.events import EVENT_TYPES, parse_event
 from registry.records import check_label
+from tests.fuzz.oracle import assert_both_ran, hidden, hostile_char, shown_char
 from tests.tui_live import xterm_everything
 
 CI = os.environ.get("ORCHESTRATE_FUZZ") == "ci"
@@ -133,48 +133,6 @@ ESCAPES = [
 ]
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
-# The oracle: Unicode's own words for what must never reach a widget or a terminal as
-# such (controls, format characters, line and paragraph separators, surrogates) and
-# its explicit bidi formatting classes (embeddings, overrides, isolates, their end).
-HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
-EXPLICIT_BIDI = frozenset({"LRE", "LRO", "RLE", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
-
-
-def hidden(text: str, keep: str = "") -> list[str]:
-    """The characters of ``text`` (but those in ``keep``) that Unicode calls controls,
-    format characters, separators or surrogates, or that set the bidi direction."""
-    return [
-        char
-        for char in text
-        if char not in keep
-        and (
-            unicodedata.category(char) in HIDDEN_CATEGORIES
-            or unicodedata.bidirectional(char) in EXPLICIT_BIDI
-        )
-    ]
-
-
-# The bidi controls: the explicit ones, and the marks (format characters of a strong
-# direction: LRM, RLM, ALM), found by asking Unicode about the whole BMP.
-BIDI_CONTROLS = sorted(
-    char
-    for char in map(chr, range(0x10000))
-    if unicodedata.bidirectional(char) in EXPLICIT_BIDI
-    or (unicodedata.category(char) == "Cf" and unicodedata.bidirectional(char) in ("L", "R", "AL"))
-)
-assert {"\u061c", "\u200e", "\u200f", "\u202e", "\u2066"} <= set(BIDI_CONTROLS)
-
-# One generated code point: each hidden category on its own (so the rare ones, a line
-# separator or a bidi control, come up as often as the thousands of controls), then any
-# code point at all, surrogates and unassigned ones included, and plain ASCII.
-hostile_char = st.one_of(
-    *(st.characters(categories=[category]) for category in HIDDEN_CATEGORIES),
-    st.sampled_from(BIDI_CONTROLS),
-    st.characters(exclude_categories=()),
-    st.characters(min_codepoint=0x20, max_codepoint=0x7E),
-)
-# A character Unicode does not call hidden, from anywhere in the code space.
-shown_char = st.characters(exclude_categories=HIDDEN_CATEGORIES).filter(lambda c: not hidden(c))
 WORDS = ["ok", "tests pass", " ", "x" * 40, "/", "-", "%Y", "0", "\\", '"']
 # Generated code points mixed with escape sequences and markup (which random code
 # points would almost never spell).
@@ -184,14 +142,6 @@ hostile_text = st.lists(
 printable_text = st.lists(st.one_of(shown_char, st.sampled_from(MARKUP + WORDS)), max_size=10).map(
     "".join
 )
-
-
-def assert_both_ran(outcomes: Counter[str], *kinds: str, share: float = 0.1) -> None:
-    """Each of ``kinds`` (say accepted and refused) came up for at least ``share`` of
-    the inputs, so neither branch of the code under test went unexercised."""
-    total = sum(outcomes.values())
-    for kind in kinds:
-        assert outcomes[kind] >= share * total, f"{kind}: {dict(outcomes)}"
 
 
 json_scalar = st.one_of(
