@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 
 import click
 
-from app.settings import SettingsError
+from app.settings import ENV_PREFIX, SettingsError
 
-CHECKED_ENV_PREFIXES = ("ORCHESTRATE_", "MQTT_")
+CHECKED_ENV_PREFIXES = (ENV_PREFIX, "MQTT_")
 # A negative number is a value (a range check then says what is wrong with it).
 _NUMBER = re.compile(r"-\d+(\.\d*)?([eE][-+]?\d+)?|-inf|-nan", re.IGNORECASE)
 

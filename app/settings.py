@@ -13,6 +13,25 @@ if TYPE_CHECKING:
     from registry.jobs import Registry
 
 STATE_DIR_NAME = ".orchestrate"
+
+# The environment variables orchestrate reads or sets, each spelled once. A pane's
+# agent gets HOME_ENV, JOB_ENV, JOB_TOKEN_ENV and TMUX_SOCKET_ENV (app/agents/env.py).
+ENV_PREFIX = "ORCHESTRATE_"
+"""Every orchestrate variable starts so (a typo under it is reported, not ignored)."""
+HOME_ENV = "ORCHESTRATE_HOME"
+"""The state directory (`find_state_dir`)."""
+CACHE_DIR_ENV = "ORCHESTRATE_CACHE_DIR"
+"""What orchestrate can rebuild at will (`find_cache_dir`)."""
+JOB_ENV = "ORCHESTRATE_JOB"
+"""The job an agent pane runs: `publish` and `msg` default to it."""
+JOB_TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
+"""The job's auth token, which signs its events: a secret, never logged or inherited."""
+TMUX_SOCKET_ENV = "ORCHESTRATE_TMUX_SOCKET"
+"""The tmux server (socket name) the agent panes live on."""
+TOPIC_PREFIX_ENV = "ORCHESTRATE_TOPIC_PREFIX"
+"""The MQTT topic prefix `publish` sends a remote job's events under."""
+MOSQUITTO_ENV = "ORCHESTRATE_MOSQUITTO"
+"""The Mosquitto binary `broker start` runs (default: the one on PATH)."""
 BUSY_TIMEOUT_ENV = "ORCHESTRATE_BUSY_TIMEOUT_MS"
 # bus.db.BUSY_TIMEOUT_MS, not imported from there: the remote publish path never
 # loads sqlite3 (tests/mqtt_jobs/test_remote_publish.py checks both).
@@ -122,8 +141,8 @@ def find_state_dir(
     cwd = (cwd or Path.cwd()).resolve()
     if flag:
         return Path(flag).expanduser().resolve()
-    if env.get("ORCHESTRATE_HOME"):
-        return Path(env["ORCHESTRATE_HOME"]).expanduser().resolve()
+    if env.get(HOME_ENV):
+        return Path(env[HOME_ENV]).expanduser().resolve()
     for directory in (cwd, *cwd.parents):
         candidate = directory / STATE_DIR_NAME
         if candidate.is_dir():
@@ -135,8 +154,8 @@ def find_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where orchestrate keeps what it can rebuild at will (the JVM class archive):
     ORCHESTRATE_CACHE_DIR, else $XDG_CACHE_HOME/orchestrate, else ~/.cache/orchestrate."""
     env = os.environ if env is None else env
-    if env.get("ORCHESTRATE_CACHE_DIR"):
-        return Path(env["ORCHESTRATE_CACHE_DIR"]).expanduser().resolve()
+    if env.get(CACHE_DIR_ENV):
+        return Path(env[CACHE_DIR_ENV]).expanduser().resolve()
     base = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
     return Path(base).expanduser().resolve() / "orchestrate"
 

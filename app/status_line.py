@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.settings import SettingsError, busy_timeout_from_env, find_state_dir
+from app.settings import ENV_PREFIX, SettingsError, busy_timeout_from_env, find_state_dir
 from app.tmux.format_safe import expanded_literal
 from registry.waiting_count import read_waiting_count, tmux_segment
 
@@ -99,7 +99,7 @@ def _utf8(words: Sequence[str]) -> bool:
 def main(argv: Sequence[str]) -> int | None:
     """Print the segment and return 0; None to hand the command line to click."""
     form = _plain_form(argv)
-    env = {key: value for key, value in os.environ.items() if key.startswith("ORCHESTRATE_")}
+    env = {key: value for key, value in os.environ.items() if key.startswith(ENV_PREFIX)}
     if form is None or not _utf8([*argv, *env.values()]):
         return None
     state_flag, calm = form

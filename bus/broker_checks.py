@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from bus.errors import BrokerSetupError
+from bus.text import find_hidden
 
 
 def check_port(port: int) -> int:
@@ -66,9 +67,8 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-# What would end or bend a line of mosquitto.conf or the ACL: C0 controls (a newline
-# above all), DEL and C1 controls.
-_LINE_BREAKERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+# What would end or bend a line of mosquitto.conf or the ACL is a hidden character
+# (bus/text.py): C0 controls (a newline above all), DEL and C1 controls, separators.
 
 
 def check_config_path(path: Path) -> Path:
@@ -77,7 +77,7 @@ def check_config_path(path: Path) -> Path:
     >>> check_config_path(Path("/srv/broker dir"))
     PosixPath('/srv/broker dir')
     """
-    if _LINE_BREAKERS.search(str(path)):
+    if find_hidden(str(path)) is not None:
         raise BrokerSetupError(
             f"broker directory {str(path)!r} holds a control character (a newline would "
             "add lines to mosquitto.conf): pick another --dir"
@@ -93,7 +93,8 @@ def check_topic_prefix(prefix: str) -> str:
     'team/jobs'
     """
     stripped = prefix.strip("/")
-    if not stripped or set(stripped) & set("#+") or re.search(r"[\s\x00-\x1f\x7f-\x9f]", stripped):
+    spaced = any(char.isspace() for char in stripped)
+    if not stripped or set(stripped) & set("#+") or spaced or find_hidden(stripped) is not None:
         raise BrokerSetupError(
             f"topic prefix must be a topic without '#', '+', spaces or control characters, "
             f"got {prefix!r}"

@@ -13,32 +13,27 @@ Code hook PermissionRequest: Bash `npm test`").
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from bus.text import replace_hidden
 from registry.errors import InvalidJobInput
 from registry.vocabulary import Activity
 
 ACTIVITIES: Final = tuple(Activity)
 """Every activity a running job can have (SPEC §3)."""
 
-NEEDS_PERSON: Final = frozenset({"waiting"})
+NEEDS_PERSON: Final = frozenset({Activity.WAITING})
 APP_SERVER: Final = "appserver:"
 STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER)
 """Sources that report from inside the agent; its status sequence and screen are
 weaker (see Observation.defers_to)."""
 MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Bidi marks, embeddings, overrides and isolates: kept, a command would show in another
-# order than it runs (`echo ok #<RLO>...; rm -rf ~`) wherever it is printed; marked
-# instead. (Line and paragraph separators are whitespace: folded with the rest.)
-_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 # Source prefixes, and how `job why` says them.
 _SOURCE_WORDS: Final = {
@@ -51,7 +46,7 @@ _SOURCE_WORDS: Final = {
     "control-room": "control room",
     "appserver": "app-server",
 }
-AGENT_NAMES: Final = {
+AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read from here
     "claude": "Claude Code",
     "claude-code": "Claude Code",
     "codex": "Codex",
@@ -61,16 +56,24 @@ AGENT_NAMES: Final = {
 }
 
 
+def _stand_in(char: str) -> str:
+    """A space for a control or a line/paragraph separator (folded with the other
+    whitespace), U+FFFD for a format character or a lone surrogate."""
+    return " " if unicodedata.category(char) in ("Cc", "Zl", "Zp") else "\ufffd"
+
+
 def clean_text(value: object, limit: int = MAX_TEXT) -> str:
-    """Agent text made storable: control characters out, whitespace runs folded, bidi
-    controls marked (U+FFFD), cut short.
+    """Agent text made storable: control characters out, whitespace runs folded, the
+    other hidden characters (``bus/text.py``) marked (U+FFFD), cut short.
 
     What an agent prints or sends is hostile; the sinks sanitise again, but a
-    stored record should already be one readable line.
+    stored record should already be one readable line. Bidi controls are marked, not
+    dropped: a command would show in another order than it runs
+    (``echo ok #<RLO>...; rm -rf ~``) wherever it is printed.
     """
     if not isinstance(value, str):
         return ""
-    text = _REORDERING.sub("\ufffd", " ".join(_CONTROL.sub(" ", value).split()))
+    text = " ".join(replace_hidden(value, _stand_in).split())
     text = text.encode("utf-8", "replace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -156,7 +159,7 @@ class Observation:
             return bool(current.command) or not self.command
         if not current.source.startswith(APP_SERVER):
             return False
-        asking = current.activity == "waiting"
+        asking = current.activity == Activity.WAITING
         return self.source.startswith("osc:") or (asking and self.source.startswith("screen:"))
 
     def summary(self) -> str:
@@ -268,6 +271,6 @@ INTERRUPTED_WHY: Final = "its agent pane is gone"
 def interruption(activity: str | None, data: Mapping[str, Any] | None) -> str | None:
     """Why a running job is ``interrupted`` (its pane gone: a reboot, tmux killed), as
     the supervisor recorded it; None when the job is not interrupted."""
-    if activity != "interrupted":
+    if activity != Activity.INTERRUPTED:
         return None
     return clean_text((data or {}).get("question")) or INTERRUPTED_WHY

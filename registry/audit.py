@@ -20,7 +20,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 from collections import deque
@@ -30,8 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from bus.text import replace_hidden
 from registry.errors import JobNotFound
 from registry.events import Event, is_job_id
+from registry.vocabulary import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,6 @@ REDACTED: Final = "<redacted>"
 
 AuditEntry = dict[str, Any]
 """One parsed events.ndjson line: ``ts``, ``kind``, ``job_id`` and kind-specific keys."""
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ class AuditLog:
         """Snapshot ``record`` (secrets redacted) to meta.json, set status.json
         and append a ``registered`` line."""
         job_id = str(record.get("job_id", ""))
-        status = str(record.get("status", "pending"))
+        status = str(record.get("status", JobStatus.PENDING))
         try:
             directory = self._ensure_dir(job_id)
             _atomic_write_json(directory / META_FILE, redact(dict(record)))
@@ -286,7 +285,7 @@ def _timeline_row(entry: AuditEntry) -> tuple[str, str, str, str]:
     kind = str(entry.get("kind", "?"))
     what = detail = ""
     if kind == "registered":
-        what = str(entry.get("status", "pending"))
+        what = str(entry.get("status", JobStatus.PENDING))
         agent, session = entry.get("agent"), entry.get("agent_session")
         detail = " @ ".join(str(part) for part in (agent, session) if part)
     elif kind == "status_changed":
@@ -313,8 +312,8 @@ def _short_time(stamp: object) -> str:
 
 
 def _cell(text: str, limit: int) -> str:
-    """One line, no terminal control characters, at most ``limit`` characters."""
-    flat = _CONTROL.sub(" ", text)
+    """One line, no hidden character (``bus/text.py``), at most ``limit`` characters."""
+    flat = replace_hidden(text, " ")
     flat = " ".join(flat.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

@@ -33,10 +33,12 @@ QUEUE_NUDGE: Final = MessageType.QUEUE_NUDGE
 CONTROL_STARTED: Final = MessageType.CONTROL_STARTED
 CONTROL_NOTIFIED: Final = MessageType.CONTROL_NOTIFIED
 
-RESERVED_PREFIXES: Final = ("job.", "session.", "queue.", "control.")
-"""Every type the registry and the control room write, and any they may add, is
-under one of these. Matched after trimming and case-folding, so a look-alike
-("JOB.EVENT", " job.event") is refused too rather than confusing a reader."""
+RESERVED_PREFIXES: Final = tuple(sorted({kind.partition(".")[0] + "." for kind in MessageType}))
+"""The prefixes of the vocabulary's MessageType (derived, so a new type under a new
+prefix is reserved the day it is added): every type the registry and the control room
+write, and any they may add, is under one of these. Matched after trimming and
+case-folding, so a look-alike ("JOB.EVENT", " job.event") is refused too rather than
+confusing a reader."""
 
 # The registry files a job's event under "<job_id>:<seq>" (dedupe by id) and the
 # watcher its flags under "<job_id>:flag:<ms>": a sender taking such an id first

@@ -12,18 +12,17 @@ import re
 from collections import Counter
 from typing import Final
 
+from bus.text import find_hidden, replace_hidden
 from registry.errors import InvalidEvent
 
 MAX_DETAIL_CHARS: Final = 2000
-# C0 controls except tab and newline, DEL, C1 controls: terminal escape
-# sequences in a detail would repaint the control room (and be answered by the
-# operator's terminal as key presses). Bidi marks, embeddings, overrides and
-# isolates, and line/paragraph separators: they reorder or split what is shown.
-# Refused, not stripped: the event is signed as sent, and a stored copy that
-# differs from what was signed could never be verified again.
-CONTROL_CHARACTER = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
-)
+KEPT: Final = "\t\n"
+"""The hidden characters (``bus/text.py``) a detail may hold: tab and newline. The rest
+(terminal controls that would repaint the control room and be answered by the
+operator's terminal as key presses; bidi and other format characters that reorder or
+hide what is shown; line and paragraph separators) are refused, not stripped: the event
+is signed as sent, and a stored copy that differs from what was signed could never be
+verified again."""
 
 _UNIX_ROOTS = (
     "home|Users|root|etc|var|tmp|opt|usr|srv|mnt|media|private|Volumes|proc|sys|dev|workspace|nix"
@@ -81,9 +80,9 @@ def unsafe_detail_reason(text: str) -> str | None:
         return f"detail is {len(text)} characters, over the {MAX_DETAIL_CHARS} limit"
     if not encodable(text):
         return "detail is not valid Unicode (lone surrogate)"
-    control = CONTROL_CHARACTER.search(text)
-    if control:
-        return f"detail contains a control character at position {control.start()}"
+    control = find_hidden(text, keep=KEPT)
+    if control is not None:
+        return f"detail contains a control character at position {control}"
     if "/" in text or "\\" in text:
         for pattern in _PATH_PATTERNS:
             match = re.search(pattern, text)
@@ -107,7 +106,7 @@ def check_detail(text: str) -> None:
 def scrub_detail(text: str) -> str:
     """``text`` with paths and secret-looking strings replaced by placeholders,
     control characters dropped and the length capped: always passes check_detail."""
-    text = CONTROL_CHARACTER.sub("", text.encode("utf-8", "replace").decode("utf-8"))
+    text = replace_hidden(text.encode("utf-8", "replace").decode("utf-8"), "", keep=KEPT)
     for label, _, pattern in _SECRET_PATTERNS:
         text = re.sub(pattern, f"<{label.replace(' ', '-')}>", text)
     text = re.sub(_LONG_HEX, "<long-hex-string>", text)

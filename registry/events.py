@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeGuard
 
-from registry.detail import CONTROL_CHARACTER, check_detail, encodable
+from bus.text import replace_hidden
+from registry.detail import check_detail, encodable
 from registry.errors import InvalidEvent
 from registry.vocabulary import EventType
 
@@ -386,5 +387,6 @@ def _json_type(value: object) -> str:
 def _one_line(text: str, limit: int = 60) -> str:
     """Keep error messages to one short line whatever the input held."""
     flat = " ".join(text.split())
-    flat = CONTROL_CHARACTER.sub("?", flat).encode("utf-8", "backslashreplace").decode("utf-8")
+    # Lone surrogates first, as readable escapes; then the other hidden characters.
+    flat = replace_hidden(flat.encode("utf-8", "backslashreplace").decode("utf-8"), "?")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

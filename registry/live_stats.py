@@ -45,6 +45,7 @@ from registry.activity import ACTIVITIES
 from registry.bus_types import JOB_EVENT
 from registry.states import JOB, SESSION
 from registry.store import REGISTRY_SCHEMA_VERSION, VERSION_KEY
+from registry.vocabulary import Activity, EventType, JobStatus
 
 UNKNOWN_ACTIVITY = "unknown"
 """The activity label of a running job no signal has described yet."""
@@ -255,13 +256,14 @@ def _running(conn: sqlite3.Connection, agents: set[str]) -> tuple[dict[tuple[str
     running = {(agent, activity): 0 for agent in agents for activity in labels}
     waiting = 0
     rows = conn.execute(
-        "SELECT agent, activity, last_event = 'permission_required', count(*) FROM jobs "
-        "WHERE status = 'running' GROUP BY agent, activity, last_event = 'permission_required'"
+        "SELECT agent, activity, last_event = :asked, count(*) FROM jobs "
+        "WHERE status = :running GROUP BY agent, activity, last_event = :asked",
+        {"asked": EventType.PERMISSION_REQUIRED, "running": JobStatus.RUNNING},
     )
     for agent, activity, asked, count in rows:
         label = activity if activity in ACTIVITIES else UNKNOWN_ACTIVITY
         running[(agent, label)] = running.get((agent, label), 0) + count
-        if activity == "waiting" or (activity is None and asked):
+        if activity == Activity.WAITING or (activity is None and asked):
             waiting += count
     return running, waiting
 

@@ -24,10 +24,11 @@ from registry import store
 from registry.errors import NoPendingJob
 from registry.jobs import Registry
 from registry.records import Job
+from registry.vocabulary import MessageType
 
-NUDGE: Final = "queue.nudge"
+NUDGE: Final = MessageType.QUEUE_NUDGE
 DEFAULT_LEASE_MS: Final = claims.DEFAULT_LEASE_MS
-_WAKE_TYPES: Final = frozenset({NUDGE, "job.registered"})
+_WAKE_TYPES: Final = frozenset({NUDGE, MessageType.JOB_REGISTERED})
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from bus.text import find_hidden
 from registry.errors import InvalidJobInput
+from registry.vocabulary import Activity, EventType, JobStatus
 
 RECORD_SCHEMA_VERSION: Final = 1
 DEFAULT_TIMEOUT_SEC: Final = 3600
@@ -24,9 +26,6 @@ MAX_LABEL_CHARS: Final = 200
 MAX_ARTIFACTS: Final = 1000
 REDACTED: Final = "<hidden: use --show-token>"
 
-# One word with no control (C0, DEL, C1) or bidi character: a label is printed in
-# tables and titles, where such characters would act on the terminal or reorder text.
-_LABEL = re.compile("[^\\s\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
 _TOPIC_BAD = re.compile(r"[+#\x00]")
 # Jobs publish on <DEFAULT_PREFIX>/<job_id>/events unless registered otherwise,
 # which is what the control room's bridge ingests (`orchestrate ingest --prefix`).
@@ -155,11 +154,11 @@ class Job:
     def waiting(self) -> bool:
         """True while the job waits on a person: its agent's dialog (activity
         ``waiting``) or a ``permission_required`` event it published."""
-        if self.status != "running":
+        if self.status != JobStatus.RUNNING:
             return False
         if self.activity is not None:
-            return self.activity == "waiting"
-        return self.last_event == "permission_required"
+            return self.activity == Activity.WAITING
+        return self.last_event == EventType.PERMISSION_REQUIRED
 
 
 def job_from_row(row: sqlite3.Row) -> Job:
@@ -253,7 +252,10 @@ def check_label(name: str, value: object) -> str:
     """An agent name or agent_session label: one printable word such as ``tmux:claude``."""
     if not isinstance(value, str) or not value:
         raise InvalidJobInput(f"{name} must not be empty")
-    if len(value) > MAX_LABEL_CHARS or not _LABEL.fullmatch(value):
+    # One word with no hidden character (bus/text.py): a label is printed in tables and
+    # titles, where such characters would act on the terminal or reorder text.
+    one_word = not any(char.isspace() for char in value)
+    if len(value) > MAX_LABEL_CHARS or not one_word or find_hidden(value) is not None:
         raise InvalidJobInput(
             f"{name} must be one word of printable characters (at most {MAX_LABEL_CHARS})"
         )

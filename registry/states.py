@@ -113,7 +113,7 @@ class StateMachine:
 
 def _move(
     name: str,
-    sources: str,
+    sources: str | tuple[str, ...],
     target: str,
     phrase: str,
     tally: str = "",
@@ -121,9 +121,9 @@ def _move(
     recorded_only: bool = False,
     by_name_only: bool = False,
 ) -> Transition:
-    return Transition(
-        name, frozenset(sources.split()), target, phrase, tally, recorded_only, by_name_only
-    )
+    """A `Transition` from one state or several (vocabulary members) to ``target``."""
+    from_states = frozenset((sources,) if isinstance(sources, str) else sources)
+    return Transition(name, from_states, target, phrase, tally, recorded_only, by_name_only)
 
 
 # The recorded name of a move a person made (`job status --set`): no transition of
@@ -134,41 +134,47 @@ BY_HAND: Final = "by_hand"
 JOB: Final = StateMachine(
     name="job",
     states=tuple(JobStatus),
-    initial="pending",
+    initial=JobStatus.PENDING,
     transitions=(
-        _move("pick", "pending", "running", "picked by its agent session"),
-        _move("start", "pending", "running", "agent published started"),
-        _move("complete", "running", "completed", "agent published completed"),
-        _move("fail", "running", "error", "agent published error"),
-        _move("cancel", "pending running", "cancelled", "cancelled"),
+        _move("pick", JobStatus.PENDING, JobStatus.RUNNING, "picked by its agent session"),
+        _move("start", JobStatus.PENDING, JobStatus.RUNNING, "agent published started"),
+        _move("complete", JobStatus.RUNNING, JobStatus.COMPLETED, "agent published completed"),
+        _move("fail", JobStatus.RUNNING, JobStatus.ERROR, "agent published error"),
+        _move("cancel", (JobStatus.PENDING, JobStatus.RUNNING), JobStatus.CANCELLED, "cancelled"),
         _move(
             "lease_expired",
-            "running",
-            "pending",
+            JobStatus.RUNNING,
+            JobStatus.PENDING,
             "lease expired",
             tally="retried {n}\u00d7 after lease expiry",
         ),
         _move(
             "release",
-            "running",
-            "pending",
+            JobStatus.RUNNING,
+            JobStatus.PENDING,
             "given back by its worker",
             tally="given back {n}\u00d7 by its worker",
             recorded_only=True,
         ),
-        _move("resume", "error cancelled", "pending", "resumed", tally="resumed {n}\u00d7"),
+        _move(
+            "resume",
+            (JobStatus.ERROR, JobStatus.CANCELLED),
+            JobStatus.PENDING,
+            "resumed",
+            tally="resumed {n}\u00d7",
+        ),
         _move(
             "restart",
-            "running",
-            "pending",
+            JobStatus.RUNNING,
+            JobStatus.PENDING,
             "restarted after its pane was lost",
             tally="restarted {n}\u00d7 after an interruption",
             recorded_only=True,
         ),
         _move(
             "follow_up",
-            "completed",
-            "running",
+            JobStatus.COMPLETED,
+            JobStatus.RUNNING,
             "a person sent its agent a follow-up",
             tally="followed up {n}\u00d7",
             recorded_only=True,
@@ -184,13 +190,34 @@ follow-up (`orchestrate send`, the control room's `i`): only by that name."""
 SESSION: Final = StateMachine(
     name="session",
     states=tuple(SessionStatus),
-    initial="running",
+    initial=SessionStatus.RUNNING,
     transitions=(
-        _move("stop", "running", "stopped", "stopped gracefully"),
-        _move("soft_stop", "running", "archived", "soft-stopped, tmux left alive"),
-        _move("hard_stop", "running stopped archived", "terminated", "hard-killed"),
-        _move("reconcile", "running stopped archived", "terminated", "tmux session gone"),
-        _move("resume", "stopped archived", "running", "resumed", tally="resumed {n}\u00d7"),
+        _move("stop", SessionStatus.RUNNING, SessionStatus.STOPPED, "stopped gracefully"),
+        _move(
+            "soft_stop",
+            SessionStatus.RUNNING,
+            SessionStatus.ARCHIVED,
+            "soft-stopped, tmux left alive",
+        ),
+        _move(
+            "hard_stop",
+            (SessionStatus.RUNNING, SessionStatus.STOPPED, SessionStatus.ARCHIVED),
+            SessionStatus.TERMINATED,
+            "hard-killed",
+        ),
+        _move(
+            "reconcile",
+            (SessionStatus.RUNNING, SessionStatus.STOPPED, SessionStatus.ARCHIVED),
+            SessionStatus.TERMINATED,
+            "tmux session gone",
+        ),
+        _move(
+            "resume",
+            (SessionStatus.STOPPED, SessionStatus.ARCHIVED),
+            SessionStatus.RUNNING,
+            "resumed",
+            tally="resumed {n}\u00d7",
+        ),
     ),
 )
 """tmux agent sessions (seed 000 glossary); terminated is final."""
@@ -198,22 +225,49 @@ SESSION: Final = StateMachine(
 WORKER: Final = StateMachine(
     name="worker",
     states=tuple(ReviewState),
-    initial="ASSIGNED",
+    initial=ReviewState.ASSIGNED,
     transitions=(
-        _move("start", "ASSIGNED", "WORKING", "started work"),
-        _move("done", "WORKING", "IN_REVIEW", "submitted for review"),
-        _move("approve", "IN_REVIEW", "APPROVED", "approved"),
+        _move("start", ReviewState.ASSIGNED, ReviewState.WORKING, "started work"),
+        _move("done", ReviewState.WORKING, ReviewState.IN_REVIEW, "submitted for review"),
+        _move("approve", ReviewState.IN_REVIEW, ReviewState.APPROVED, "approved"),
         _move(
             "reject",
-            "IN_REVIEW APPROVED",  # APPROVED: its merge conflicted, the agent resolves it
-            "WORKING",
+            # APPROVED: its merge conflicted, the agent resolves it
+            (ReviewState.IN_REVIEW, ReviewState.APPROVED),
+            ReviewState.WORKING,
             "review rejected",
             tally="sent back from review {n}\u00d7",
         ),
-        _move("merge", "APPROVED", "COMPLETED", "merged"),
-        _move("cancel", "ASSIGNED WORKING IN_REVIEW APPROVED", "CANCELLED", "cancelled"),
-        _move("fail", "ASSIGNED WORKING IN_REVIEW APPROVED", "FAILED", "failed"),
-        _move("resume", "CANCELLED FAILED", "WORKING", "resumed", tally="resumed {n}\u00d7"),
+        _move("merge", ReviewState.APPROVED, ReviewState.COMPLETED, "merged"),
+        _move(
+            "cancel",
+            (
+                ReviewState.ASSIGNED,
+                ReviewState.WORKING,
+                ReviewState.IN_REVIEW,
+                ReviewState.APPROVED,
+            ),
+            ReviewState.CANCELLED,
+            "cancelled",
+        ),
+        _move(
+            "fail",
+            (
+                ReviewState.ASSIGNED,
+                ReviewState.WORKING,
+                ReviewState.IN_REVIEW,
+                ReviewState.APPROVED,
+            ),
+            ReviewState.FAILED,
+            "failed",
+        ),
+        _move(
+            "resume",
+            (ReviewState.CANCELLED, ReviewState.FAILED),
+            ReviewState.WORKING,
+            "resumed",
+            tally="resumed {n}\u00d7",
+        ),
     ),
 )
 """The worker review flow (seed 002): cancel/fail from any live state; resuming the

@@ -21,6 +21,7 @@ from registry.bus_types import JOB_USAGE
 from registry.errors import InvalidJobInput
 from registry.jobs import Registry
 from registry.jobstore import REGISTRY_AGENT
+from registry.vocabulary import FINAL_JOB_STATUSES
 
 MAX_TOKENS = 10**12  # per message: a number past this is a broken transcript, not usage
 MAX_COST_MICRO_USD = 10**12
@@ -80,7 +81,7 @@ def record_usage(registry: Registry, job_id: str, usages: Sequence[ModelUsage], 
     job = registry.get(job_id)
     now = int(time.time() * 1000)
     born = job.created_at_ms or _ms(job.created_at) or 0
-    ended = _ms(job.completed_at) if job.status in ("completed", "error", "cancelled") else None
+    ended = _ms(job.completed_at) if job.status in FINAL_JOB_STATUSES else None
     latest = min(now, ended) if ended is not None else now
     messages = []
     for usage in usages:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from app.agents.base import CONTINUE_PROMPT, AgentAdapter, Keys, LaunchContext, LaunchPlan
 from app.agents.screen import ScreenRule
 from app.agents.versions import TestedVersions
+from registry.activity import AGENT_NAMES
+from registry.vocabulary import Activity
 
 CONFIRM = (
     r"\(Y\)es/\(N\)o(?:/\(A\)ll)?(?:/\(S\)kip all)?(?:/\(D\)on't ask again)? \[(?:Yes|No)\]: ?$"
@@ -16,7 +18,7 @@ CONFIRM = (
 
 class Aider(AgentAdapter):
     kind = "aider"
-    display_name = "Aider"
+    display_name = AGENT_NAMES["aider"]
     executable = "aider"
     deliver = "paste"
     done_when = "idle"
@@ -30,14 +32,16 @@ class Aider(AgentAdapter):
     screen_rules = (
         ScreenRule(
             "aider.run_shell",
-            "waiting",
+            Activity.WAITING,
             r"^(?P<command>\S.*)\n(?P<question>Run shell commands?\?) " + CONFIRM,
             lines=4,
         ),
-        ScreenRule("aider.confirm", "waiting", r"^(?P<question>.*\?) " + CONFIRM, lines=2),
+        ScreenRule("aider.confirm", Activity.WAITING, r"^(?P<question>.*\?) " + CONFIRM, lines=2),
         # the prompt (`>`, `diff>`, `ask>` …) under a rule, maybe below the files in chat
-        ScreenRule("aider.idle", "idle", "^\u2500{10,}\n(?:.*\n)?(?:[\\w-]+ ?)?> ?$", lines=3),
-        ScreenRule("aider.working", "working", r"Waiting for |^[░█\s]+\S", lines=2),
+        ScreenRule(
+            "aider.idle", Activity.IDLE, "^\u2500{10,}\n(?:.*\n)?(?:[\\w-]+ ?)?> ?$", lines=3
+        ),
+        ScreenRule("aider.working", Activity.WORKING, r"Waiting for |^[░█\s]+\S", lines=2),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:

@@ -22,19 +22,20 @@ from app.agents.base import (
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
 from app.agents.versions import TestedVersions
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
+from registry.vocabulary import Activity
 
 # Hook events orchestrate listens to, and the activity each one means. The
 # Notification events come late (permission_prompt 6 s after the dialog,
 # idle_prompt 60 s after Stop): PermissionRequest and Stop already said it.
 HOOK_ACTIVITY: dict[str, str] = {
-    "UserPromptSubmit": "working",
-    "PreToolUse": "working",
-    "PermissionRequest": "waiting",
-    "PostToolUse": "working",
-    "Stop": "idle",
-    "StopFailure": "idle",
-    "SessionEnd": "exited",
+    "UserPromptSubmit": Activity.WORKING,
+    "PreToolUse": Activity.WORKING,
+    "PermissionRequest": Activity.WAITING,
+    "PostToolUse": Activity.WORKING,
+    "Stop": Activity.IDLE,
+    "StopFailure": Activity.IDLE,
+    "SessionEnd": Activity.EXITED,
 }
 TOOL_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse")
 HOOK_TIMEOUT_SEC = 5
@@ -43,7 +44,7 @@ HOOK_TIMEOUT_SEC = 5
 class Claude(AgentAdapter):
     kind = "claude"
     aliases = ("claude-code",)
-    display_name = "Claude Code"
+    display_name = AGENT_NAMES["claude"]
     executable = "claude"
     deliver = "argv"
     done_when = "idle"
@@ -54,19 +55,19 @@ class Claude(AgentAdapter):
     screen_rules = (
         ScreenRule(
             "claude.trust",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Is this a project you created or one you trust\?"
             r"|Do you want to use this API key\?)",
         ),
         ScreenRule(
             "claude.dialog",
-            "waiting",
+            Activity.WAITING,
             r"^\s*(?P<question>Do you want to (?:proceed|make this edit to .+|create .+)\?)\s*$"
             r"(?:\n.*){0,2}\n\s*\u276f?\s*1\. Yes",
             details=(r"^\s*(?P<tool>[A-Z]\w+) command\s*\n+\s*(?P<command>\S.*)$",),
         ),
-        ScreenRule("claude.working", "working", r"esc to interrupt", lines=4),
-        ScreenRule("claude.idle", "idle", r"\? for shortcuts", lines=4),
+        ScreenRule("claude.working", Activity.WORKING, r"esc to interrupt", lines=4),
+        ScreenRule("claude.idle", Activity.IDLE, r"\? for shortcuts", lines=4),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
@@ -114,7 +115,7 @@ class Claude(AgentAdapter):
         if event in TOOL_EVENTS:
             tool = text_of(payload.get("tool_name"))
             command = tool_command(payload.get("tool_input"))
-            question = f"Allow {tool}?" if activity == "waiting" and tool else ""
+            question = f"Allow {tool}?" if activity == Activity.WAITING and tool else ""
             observation = Observation(activity, source, question=question, tool=tool,
                                       command=command)  # fmt: skip
         elif event == "StopFailure":

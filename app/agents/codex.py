@@ -22,14 +22,15 @@ from app.agents.base import (
 )
 from app.agents.screen import ScreenRule
 from app.agents.versions import TestedVersions
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
+from registry.vocabulary import Activity
 
 APP_SERVER_SOCKET = "codex-app-server.sock"
 
 
 class Codex(AgentAdapter):
     kind = "codex"
-    display_name = "Codex"
+    display_name = AGENT_NAMES["codex"]
     executable = "codex"
     deliver = "argv"
     done_when = "idle"
@@ -42,7 +43,7 @@ class Codex(AgentAdapter):
     screen_rules = (
         ScreenRule(
             "codex.approval",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Would you like to (?:run the following command|make the following "
             r"edits|apply)[^\n]*\?)",
             lines=30,
@@ -50,12 +51,12 @@ class Codex(AgentAdapter):
         ),
         ScreenRule(
             "codex.trust",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Do you trust the files in this folder\?|Trust this folder\?)",
         ),
-        ScreenRule("codex.hooks_review", "waiting", r"(?P<question>Hooks need review)"),
-        ScreenRule("codex.working", "working", r"esc to interrupt\)|Reconnecting", lines=8),
-        ScreenRule("codex.idle", "idle", "^\\s*\u203a ", lines=6),
+        ScreenRule("codex.hooks_review", Activity.WAITING, r"(?P<question>Hooks need review)"),
+        ScreenRule("codex.working", Activity.WORKING, r"esc to interrupt\)|Reconnecting", lines=8),
+        ScreenRule("codex.idle", Activity.IDLE, "^\\s*\u203a ", lines=6),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
@@ -133,7 +134,7 @@ class Codex(AgentAdapter):
         if event != "agent-turn-complete":
             return HookReading()
         thread = text_of(payload.get("thread-id")) or None
-        return HookReading(Observation("idle", "hook:codex:notify"), thread)
+        return HookReading(Observation(Activity.IDLE, "hook:codex:notify"), thread)
 
     def about_the_task(self, payload: Mapping[str, Any], prompt: str) -> bool:
         """The turn's input is the job's task itself (or the follow-up a resume sends):

@@ -40,13 +40,17 @@ from app.agents.appserver import AppServerClient, AppServerUnavailable
 from app.agents.hook import BUSY_TIMEOUT_MS
 from registry.activity import Observation
 from registry.decisions import DecisionReader
-from registry.vocabulary import Answer
+from registry.vocabulary import Activity, Answer
 
 log = logging.getLogger(__name__)
 
 SOURCE = "appserver:codex"
 APPROVAL_SOURCE = f"{SOURCE}:requestApproval"
-DECISIONS = {Answer.YES: "accept", Answer.ALWAYS: "acceptForSession", Answer.NO: "decline"}
+DECISIONS: dict[str, str] = {
+    Answer.YES: "accept",
+    Answer.ALWAYS: "acceptForSession",
+    Answer.NO: "decline",
+}
 APPROVALS = {
     "item/commandExecution/requestApproval": "Shell",
     "item/fileChange/requestApproval": "Edit",
@@ -77,7 +81,9 @@ def approval_observation(method: str, params: Mapping[str, Any]) -> Observation:
     reason = params.get("reason")
     tool = APPROVALS.get(method, "")
     question = reason if isinstance(reason, str) and reason else f"Allow {tool}?"
-    return Observation("waiting", APPROVAL_SOURCE, question=question, tool=tool, command=command)
+    return Observation(
+        Activity.WAITING, APPROVAL_SOURCE, question=question, tool=tool, command=command
+    )
 
 
 def status_observation(status: Any) -> Observation | None:
@@ -86,10 +92,10 @@ def status_observation(status: Any) -> Observation | None:
         return None
     kind = status.get("type")
     if kind == "idle":
-        return Observation("idle", f"{SOURCE}:status")
+        return Observation(Activity.IDLE, f"{SOURCE}:status")
     flags = status.get("activeFlags")
     if kind == "active" and not (isinstance(flags, list) and "waitingOnApproval" in flags):
-        return Observation("working", f"{SOURCE}:status")
+        return Observation(Activity.WORKING, f"{SOURCE}:status")
     return None
 
 

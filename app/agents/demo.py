@@ -7,13 +7,14 @@ from collections.abc import Sequence
 
 from app.agents.base import PROMPT_FILE_WORD, AgentAdapter, Keys, LaunchContext, LaunchPlan
 from app.agents.generic import YES_NO_RULES
+from registry.activity import AGENT_NAMES
 
 START = (sys.executable, "-m", "app.agents.demo_cli", PROMPT_FILE_WORD)
 
 
 class Demo(AgentAdapter):
     kind = "demo"
-    display_name = "demo agent"
+    display_name = AGENT_NAMES["demo"]
     executable = sys.executable
     deliver = "file"
     done_when = "exit"

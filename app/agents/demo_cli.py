@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from app.settings import JOB_ENV
 from registry.vocabulary import Answer, EventType
 
 PUBLISH_CMD_ENV = "ORCHESTRATE_DEMO_PUBLISH_CMD"
@@ -46,7 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     env = os.environ
     parser = argparse.ArgumentParser(prog="python -m app.agents.demo_cli", description=__doc__)
     parser.add_argument("prompt_file", nargs="?", help="read the prompt from this file")
-    parser.add_argument("--job", default=env.get("ORCHESTRATE_JOB"), help="job id to report")
+    parser.add_argument("--job", default=env.get(JOB_ENV), help="job id to report")
     parser.add_argument("--steps", type=int, default=int(env.get("ORCHESTRATE_DEMO_STEPS", "4")))
     parser.add_argument(
         "--delay", type=float, default=float(env.get("ORCHESTRATE_DEMO_DELAY", "0.5"))

@@ -13,11 +13,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-SECRET_NAMES = frozenset({"ORCHESTRATE_JOB_TOKEN", "MQTT_PASSWORD"})
+from app.settings import HOME_ENV, JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV
+
+SECRET_NAMES = frozenset({JOB_TOKEN_ENV, "MQTT_PASSWORD"})
 """Never inherited by a pane: a job's token is given to its own pane only."""
 TMUX_OWN = frozenset({"TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"})
 """tmux sets these for each pane; the submitter's values would be wrong there."""
-_DROPPED_PREFIXES = ("ORCHESTRATE_JOB",)
+_DROPPED_PREFIXES = (JOB_ENV,)
 
 
 def bin_dir() -> Path:
@@ -46,11 +48,11 @@ def pane_environment(
     ours = str(bin_dir())
     parts = [part for part in path.split(os.pathsep) if part and part != ours]
     env["PATH"] = os.pathsep.join([ours, *parts]) if parts else ours
-    env["ORCHESTRATE_HOME"] = str(state_dir.resolve())
-    env["ORCHESTRATE_JOB"] = job_id
-    env["ORCHESTRATE_TMUX_SOCKET"] = tmux_socket
+    env[HOME_ENV] = str(state_dir.resolve())
+    env[JOB_ENV] = job_id
+    env[TMUX_SOCKET_ENV] = tmux_socket
     if token:
-        env["ORCHESTRATE_JOB_TOKEN"] = token
+        env[JOB_TOKEN_ENV] = token
     env.update(extra or {})
     return env
 

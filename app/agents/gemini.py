@@ -24,7 +24,8 @@ from app.agents.base import (
 from app.agents.screen import ScreenRule
 from app.agents.settings_files import write_json
 from app.agents.versions import TestedVersions
-from registry.activity import Observation
+from registry.activity import AGENT_NAMES, Observation
+from registry.vocabulary import Activity
 
 HOME_ENV = "GEMINI_CLI_HOME"
 HOOK_EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification",
@@ -83,7 +84,7 @@ def with_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
 
 class Gemini(AgentAdapter):
     kind = "gemini"
-    display_name = "Gemini CLI"
+    display_name = AGENT_NAMES["gemini"]
     executable = "gemini"
     deliver = "argv"
     done_when = "idle"
@@ -94,7 +95,7 @@ class Gemini(AgentAdapter):
     screen_rules = (
         ScreenRule(
             "gemini.approval",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Allow execution of \[(?P<tool>[^\]\n]+)\]\?|Apply this change\?"
             r"|Allow execution of: .+\?)",
             lines=30,
@@ -105,13 +106,13 @@ class Gemini(AgentAdapter):
         ),
         ScreenRule(
             "gemini.setup",
-            "waiting",
+            Activity.WAITING,
             r"(?P<question>Do you trust the files in this folder\?|How would you like to "
             r"authenticate for this project\?)",
             lines=40,
         ),
-        ScreenRule("gemini.working", "working", r"\(esc to cancel|\(esc to\s*$", lines=10),
-        ScreenRule("gemini.idle", "idle", IDLE_PROMPT, lines=8),
+        ScreenRule("gemini.working", Activity.WORKING, r"\(esc to cancel|\(esc to\s*$", lines=10),
+        ScreenRule("gemini.idle", Activity.IDLE, IDLE_PROMPT, lines=8),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
@@ -156,13 +157,13 @@ class Gemini(AgentAdapter):
         if event in ("BeforeAgent", "BeforeTool", "AfterTool"):
             tool = text_of(payload.get("tool_name"))
             command = tool_command(payload.get("tool_input"))
-            observation = Observation("working", source, tool=tool, command=command)
+            observation = Observation(Activity.WORKING, source, tool=tool, command=command)
         elif event == "Notification" and payload.get("notification_type") == "ToolPermission":
             details = payload.get("details")
             details = details if isinstance(details, Mapping) else {}
             question = text_of(payload.get("message")) or text_of(details.get("title"))
             observation = Observation(
-                "waiting",
+                Activity.WAITING,
                 f"{source}:ToolPermission",
                 question=question,
                 tool=TOOL_OF_KIND.get(text_of(details.get("type")))
@@ -170,7 +171,7 @@ class Gemini(AgentAdapter):
                 command=text_of(details.get("command")) or tool_command(details),
             )
         elif event == "AfterAgent":
-            observation = Observation("idle", source)
+            observation = Observation(Activity.IDLE, source)
         elif event == "SessionEnd":
-            observation = Observation("exited", source)
+            observation = Observation(Activity.EXITED, source)
         return HookReading(observation, session_id)

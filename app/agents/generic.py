@@ -16,17 +16,18 @@ from app.agents.base import (
     PromptDelivery,
 )
 from app.agents.screen import ScreenRule
+from registry.vocabulary import Activity
 
 YES_NO_RULES = (
     ScreenRule(
         "generic.yes_no",
-        "waiting",
+        Activity.WAITING,
         r"^(?P<question>.*\S)\s*[\[(]\s*y(?:es)?\s*/\s*n(?:o)?\s*[\])]\s*[:?]?\s*$",
         lines=1,
     ),
     ScreenRule(
         "generic.menu",
-        "waiting",
+        Activity.WAITING,
         r"(?i)(?P<question>do you want to (?:proceed|make this edit|allow)[^\n]*)",
         lines=6,
     ),

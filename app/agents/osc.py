@@ -12,17 +12,18 @@ import re
 from dataclasses import dataclass, field
 
 from registry.activity import Observation
+from registry.vocabulary import Activity
 
 _SEQUENCE = re.compile(rb"\x1b\]7501;([^\x07\x1b]{0,200})(?:\x07|\x1b\\)")
 _PARTIAL_MAX = 256
 # state -> activity; "done" and "error" end a turn, which Codex follows with idle.
 STATES = {
-    "idle": "idle",
-    "working": "working",
-    "blocked": "waiting",
-    "done": "idle",
-    "error": "idle",
-    "clear": "exited",
+    "idle": Activity.IDLE,
+    "working": Activity.WORKING,
+    "blocked": Activity.WAITING,
+    "done": Activity.IDLE,
+    "error": Activity.IDLE,
+    "clear": Activity.EXITED,
 }
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from app.agents.base import APP_SERVER, PROMPT_FILE_WORD, PROMPT_WORD
 from app.agents.env import SECRET_NAMES
 from app.agents.settings_files import write_json
+from app.settings import JOB_ENV
 from registry.vocabulary import Activity
 
 PASTE_READY_TIMEOUT_SEC = 30.0
@@ -107,7 +108,7 @@ def agent_environment(spec_env: Mapping[str, str], own: Mapping[str, str]) -> di
     env = {
         name: value
         for name, value in own.items()
-        if name not in SECRET_NAMES and not name.startswith("ORCHESTRATE_JOB")
+        if name not in SECRET_NAMES and not name.startswith(JOB_ENV)
     }
     env.update(spec_env)
     env.update({name: own[name] for name in ("TERM", "TMUX", "TMUX_PANE") if own.get(name)})

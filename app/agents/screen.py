@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from registry.activity import ACTIVITIES, Observation
+from registry.vocabulary import Activity
 
-SCREEN_ACTIVITIES = ("waiting", "working", "idle")
+SCREEN_ACTIVITIES = (Activity.WAITING, Activity.WORKING, Activity.IDLE)
 DEFAULT_LINES = 20
 _FIELDS = ("question", "tool", "command")
 _TRAILING_SPACE = re.compile(r"(?: |\\s)\+?\$$")

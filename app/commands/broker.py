@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from app.settings import Settings
+from app.settings import MOSQUITTO_ENV, Settings
 from bus.broker import (
     CONFIG_NAME,
     LOG_NAME,
@@ -153,7 +153,7 @@ def start_command(
     if port is not None:
         check_port(port)
     # ORCHESTRATE_MOSQUITTO names the executable (e.g. a build outside PATH).
-    process = Mosquitto(target, binary=os.environ.get("ORCHESTRATE_MOSQUITTO") or None)
+    process = Mosquitto(target, binary=os.environ.get(MOSQUITTO_ENV) or None)
     process.require_stopped()  # before the config is touched: a refused start changes nothing
     process.executable()
     if not (target / CONFIG_NAME).exists():

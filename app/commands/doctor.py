@@ -17,6 +17,8 @@ import click
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
 from app.agents.versions import untested_warning
+from app.settings import HOME_ENV, JOB_ENV
+from registry.vocabulary import JobStatus
 
 PROBE_PROMPT = "doctor's probe"
 # What each agent's hook sends at the end of a turn (Codex's notify: as its last
@@ -79,8 +81,8 @@ def probe_hook(kind: str) -> tuple[bool, str]:
         state = Path(directory) / "state"
         registry = Registry.open(state)
         job = registry.register(PROBE_PROMPT, kind, "doctor")
-        registry.set_status(job.job_id, "running", PROBE_PROMPT)
-        env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
+        registry.set_status(job.job_id, JobStatus.RUNNING, PROBE_PROMPT)
+        env = {**os.environ, HOME_ENV: str(state), JOB_ENV: job.job_id}
         argv = [*orchestrate_command(), "hook", kind]
         if kind in IN_ARGV:
             argv.append(json.dumps(payload))

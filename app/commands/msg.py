@@ -11,7 +11,7 @@ import click
 
 from app.commands.json_argument import read_json_argument
 from app.commands.json_option import ALWAYS_JSON_OPTION
-from app.settings import Settings
+from app.settings import JOB_ENV, Settings
 from app.terminal.output import dumps
 from bus.errors import InvalidPayload
 from bus.messages import MAX_SEQ, Bus, Message, Outgoing
@@ -23,7 +23,7 @@ from registry.wording import counted
 
 def default_agent() -> str:
     """Who "I" am on the bus: the job a pane runs for, else the control room ("hq")."""
-    return os.environ.get("ORCHESTRATE_JOB") or "hq"
+    return os.environ.get(JOB_ENV) or "hq"
 
 
 def parse_payload(text: str | None) -> Any:

@@ -30,7 +30,7 @@ import click
 
 from app.commands.json_argument import read_json_argument
 from app.commands.json_option import ALWAYS_JSON_OPTION
-from app.settings import Settings
+from app.settings import JOB_ENV, JOB_TOKEN_ENV, TOPIC_PREFIX_ENV, Settings
 from app.terminal.output import json_text
 from registry.errors import InvalidEvent
 from registry.events import Event, build_event
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from registry.jobs import Recorded
     from registry.records import Job
 
-TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
-TOPIC_PREFIX_ENV = "ORCHESTRATE_TOPIC_PREFIX"
 # How long a publish waits for the control room's confirmation when no flusher
 # runs (it is usually there in a few ms); without one a flusher is started.
 CONFIRM_WAIT_S = 1.0
@@ -64,7 +62,7 @@ def parse_data(text: str | None) -> dict[str, object]:
 @click.option(
     "--job",
     "job_id",
-    envvar="ORCHESTRATE_JOB",
+    envvar=JOB_ENV,
     metavar="ID",
     help="The job (default: $ORCHESTRATE_JOB).",
 )
@@ -145,7 +143,7 @@ def publish(
         raise click.UsageError("--job is required (or set ORCHESTRATE_JOB)")
     if not event:
         raise click.UsageError("--event is required")
-    token = os.environ.get(TOKEN_ENV) or None
+    token = os.environ.get(JOB_TOKEN_ENV) or None
     if remote:
         publish_remote(settings, job_id, event, detail, parse_data(data_text), token,
                        topic_prefix or f"jobs/{job_id}", attempts)  # fmt: skip
@@ -197,7 +195,7 @@ def publish_remote(
         queued = box.queue(job_id, topic, config.url, make_event)
         if not token:
             click.echo(
-                f"orchestrate: warning: {TOKEN_ENV} is not set; job {job_id} seq "
+                f"orchestrate: warning: {JOB_TOKEN_ENV} is not set; job {job_id} seq "
                 f"{queued.position} goes unsigned (a job that signs will drop it)",
                 err=True,
             )

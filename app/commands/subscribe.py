@@ -26,7 +26,7 @@ import time
 import click
 
 from app.commands.json_option import ALWAYS_JSON_OPTION
-from app.settings import Settings
+from app.settings import JOB_TOKEN_ENV, Settings
 from app.terminal.output import json_text
 from bus.mqtt import resolve_broker
 from registry.errors import InvalidJobInput, JobNotFound
@@ -36,8 +36,6 @@ from registry.job_outcome import JobWaiter, RegistryWatchingWaiter
 from registry.jobs import Registry
 from registry.mqtt_source import FedEvent, JobEventFeed
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, MAX_TIMEOUT_SEC, Job
-
-TOKEN_ENV = "ORCHESTRATE_JOB_TOKEN"
 
 
 def watched_job(registry: Registry, job_id: str, env_token_used: list[str]) -> WatchedJob:
@@ -51,16 +49,16 @@ def watched_job(registry: Registry, job_id: str, env_token_used: list[str]) -> W
         return WatchedJob(job.job_id, job.events_topic, job.auth_token, broker, job.seq_floor)
     if not is_job_id(job_id):
         raise InvalidJobInput(f"{job_id!r} is not a job id (8 lowercase hex digits)")
-    token = os.environ.get(TOKEN_ENV)
+    token = os.environ.get(JOB_TOKEN_ENV)
     broker = resolve_broker(os.environ, None)
     if not token or broker is None:
         raise JobNotFound(
             f"no job {job_id!r} in {registry.db.state_dir}; to follow a job registered "
-            f"elsewhere set MQTT_BROKER and {TOKEN_ENV} (its auth_token)"
+            f"elsewhere set MQTT_BROKER and {JOB_TOKEN_ENV} (its auth_token)"
         )
     if env_token_used:
         raise InvalidJobInput(
-            f"{TOKEN_ENV} can verify one job not in the local registry, not "
+            f"{JOB_TOKEN_ENV} can verify one job not in the local registry, not "
             f"{env_token_used[0]} and {job_id}"
         )
     env_token_used.append(job_id)

@@ -32,6 +32,8 @@ from rich.style import Style
 from rich.text import Text
 from wcwidth import wcwidth
 
+from bus.text import is_hidden
+
 # The size of orchestrate's agent panes (app.tmux.driver SESSION_WIDTH x SESSION_HEIGHT):
 # the log replays what was drawn for that size.
 PANE_COLUMNS: Final = 200
@@ -338,6 +340,9 @@ def _colour(name: str) -> Color | None:
 
 @lru_cache(maxsize=4096)
 def _drawable(char: str) -> bool:
-    """A character that takes room on screen, or a combining mark that joins one."""
+    """A character that takes room on screen, or a combining mark that joins one, and
+    not hidden (``bus/text.py``): a soft hyphen or an Arabic number sign has a width
+    but is a format character all the same."""
     width = wcwidth(char)
-    return width > 0 or (width == 0 and unicodedata.combining(char) > 0)
+    drawn = width > 0 or (width == 0 and unicodedata.combining(char) > 0)
+    return drawn and not is_hidden(char)

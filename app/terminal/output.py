@@ -12,22 +12,29 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from typing import Any, Final, TextIO
 
-HIDDEN: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
-)
-"""Characters a terminal acts on or that reorder text: controls (C0 but tab and
-newline, DEL, C1), bidi controls, line and paragraph separators; and lone surrogates,
-which no terminal can be sent (the write would fail)."""
+from bus.text import replace_hidden
+
+KEPT: Final = "\t\n"
+"""Hidden characters (``bus/text.py``) a terminal line may hold as they are."""
 
 
 def json_text(text: str) -> str:
-    """JSON text with every hidden character written as a ``\\uXXXX`` escape. In valid
-    JSON they can only stand inside strings, where the escape means the same."""
-    return HIDDEN.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    """JSON text with every hidden character (``bus/text.py``) but tab and newline written
+    as a ``\\uXXXX`` escape (a surrogate pair above U+FFFF, as JSON spells those). In
+    valid JSON they can only stand inside strings, where the escape means the same."""
+    return replace_hidden(text, _json_escape, keep=KEPT)
+
+
+def _json_escape(char: str) -> str:
+    """``char`` as JSON's ``\\uXXXX`` escape, or its surrogate pair's two escapes."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
 
 
 def dumps(value: Any, *, indent: int | None = None) -> str:
@@ -37,7 +44,7 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
 
 def cell(text: str) -> str:
     """A table cell: one line, hidden characters shown as U+FFFD stand-ins."""
-    return HIDDEN.sub("\ufffd", " ".join(text.split()))
+    return replace_hidden(" ".join(text.split()), "\ufffd")
 
 
 def shown(text: str) -> str:
@@ -48,16 +55,20 @@ def shown(text: str) -> str:
     >>> shown("a\\x1b]0;t\\x07b\\x9bc\\u202ed")
     'a^[]0;t^Gb\\\\x9bc\\\\u202ed'
     """
+    return replace_hidden(text, _shown_escape, keep=KEPT)
 
-    def escape(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        if code < 0x20:
-            return f"^{chr(code + 64)}"
-        if code == 0x7F:
-            return "^?"
-        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
-    return HIDDEN.sub(escape, text)
+def _shown_escape(char: str) -> str:
+    """One hidden character as a person reads it: ``^X``, ``^?``, ``\\xNN``, ``\\uNNNN``
+    or ``\\UNNNNNNNN`` (Python's spelling, so it can be pasted back)."""
+    code = ord(char)
+    if code < 0x20:
+        return f"^{chr(code + 64)}"
+    if code == 0x7F:
+        return "^?"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def for_terminal(text: str, stream: TextIO | None = None) -> str:

@@ -16,6 +16,7 @@ from libtmux import exc as libtmux_exc
 from libtmux.constants import PaneDirection
 from libtmux.session import Session
 
+from app.settings import HOME_ENV, JOB_ENV, JOB_TOKEN_ENV
 from app.tmux.errors import (
     InvalidStopMode,
     SessionNotFound,
@@ -35,7 +36,7 @@ STOP_MODES: tuple[str, ...] = ("graceful", "soft", "hard")
 SESSION_WIDTH = 200
 SESSION_HEIGHT = 50
 CONTROL_ROOM_LABEL = "control-room"
-SERVER_SECRETS = ("ORCHESTRATE_JOB_TOKEN", "MQTT_PASSWORD", "ORCHESTRATE_JOB")
+SERVER_SECRETS = (JOB_TOKEN_ENV, "MQTT_PASSWORD", JOB_ENV)
 """Never in tmux's global environment: each pane gets its own job's token, no other."""
 _JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -234,11 +235,11 @@ class TmuxDriver(PaneControl):
         """
         if not _JOB_ID.fullmatch(job_id):
             raise TmuxCommandFailed(f"job id {job_id!a} must be letters, digits, - or _")
-        if "ORCHESTRATE_HOME" not in env:
+        if HOME_ENV not in env:
             raise TmuxCommandFailed("agent environment lacks ORCHESTRATE_HOME")
         pane_env = {key: str(value) for key, value in env.items()}
-        pane_env["ORCHESTRATE_HOME"] = str(Path(pane_env["ORCHESTRATE_HOME"]).resolve())
-        pane_env["ORCHESTRATE_JOB"] = job_id
+        pane_env[HOME_ENV] = str(Path(pane_env[HOME_ENV]).resolve())
+        pane_env[JOB_ENV] = job_id
         return self._spawn(
             label,
             f"job-{job_id}",
@@ -317,7 +318,7 @@ class TmuxDriver(PaneControl):
         spec = LaunchSpec(
             job_id=job_id or "",
             agent=agent,
-            state_dir=env.get("ORCHESTRATE_HOME", ""),
+            state_dir=env.get(HOME_ENV, ""),
             argv=list(command_argv),
             env=env,
             prompt_file=str(prompt) if prompt else "",

@@ -6,10 +6,11 @@ import os
 import re
 from collections.abc import Mapping
 
+from app.settings import TMUX_SOCKET_ENV
 from app.tmux.errors import InvalidLabel
 
 DEFAULT_SOCKET_NAME = "orchestrate"
-SOCKET_ENV = "ORCHESTRATE_TMUX_SOCKET"
+SOCKET_ENV = TMUX_SOCKET_ENV
 
 # The label becomes a tmux session name, which tmux expands as a format (`#(cmd)` runs
 # cmd): a label is one short word of these characters, or it is refused.

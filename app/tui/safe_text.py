@@ -17,20 +17,17 @@ from typing import Final
 from rich.style import StyleType
 from rich.text import Text
 
-# C0 and C1 controls and DEL; bidi marks, embeddings, overrides and isolates; line and
-# paragraph separators; lone surrogates (not encodable: the terminal write would fail).
-_HIDDEN: Final = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
-)
+from bus.text import replace_hidden
+
 _NEWLINE: Final = re.compile("\r?\n")
 REPLACEMENT: Final = "\ufffd"
 NEWLINE_MARK: Final = "⏎"
 
 
-def _stand_in(match: re.Match[str]) -> str:
-    """A visible stand-in: C0 by its Unicode control picture (ESC is ␛), DEL by ␡, a tab
-    by a space, anything else by U+FFFD."""
-    code = ord(match.group())
+def _stand_in(char: str) -> str:
+    """A visible stand-in for a hidden character (``bus/text.py``): C0 by its Unicode
+    control picture (ESC is ␛), DEL by ␡, a tab by a space, anything else by U+FFFD."""
+    code = ord(char)
     if code == 0x09:
         return " "
     if code < 0x20:
@@ -51,8 +48,8 @@ def visible(text: str, *, one_line: bool = True) -> str:
     """
     text = _NEWLINE.sub(NEWLINE_MARK if one_line else "\n", text)
     if one_line:
-        return _HIDDEN.sub(_stand_in, text)
-    return "\n".join(_HIDDEN.sub(_stand_in, line) for line in text.split("\n"))
+        return replace_hidden(text, _stand_in)
+    return "\n".join(replace_hidden(line, _stand_in) for line in text.split("\n"))
 
 
 def as_text(text: str, style: StyleType = "", *, one_line: bool = True) -> Text:

@@ -24,6 +24,7 @@ from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.records import Job
 from registry.usage import ModelUsage, record_usage
+from registry.vocabulary import FINAL_JOB_STATUSES
 
 READERS: dict[str, Callable[[list[str]], list[ModelUsage]]] = {
     "claude": claude_usage,
@@ -33,7 +34,6 @@ READERS: dict[str, Callable[[list[str]], list[ModelUsage]]] = {
 }
 SOURCES = {"claude": "Claude Code transcript", "codex": "Codex rollout",
            "gemini": "Gemini CLI chat", "aider": "Aider chat history"}  # fmt: skip
-ENDED = ("completed", "error", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,11 @@ def sync_usage(registry: Registry, state_dir: Path, env: Mapping[str, str]) -> S
         except (OSError, RegistryError):
             skipped += 1
             continue
-        cache[job.job_id] = {"mark": mark, "ended": job.status in ENDED, "end": job.completed_at}
+        cache[job.job_id] = {
+            "mark": mark,
+            "ended": job.status in FINAL_JOB_STATUSES,
+            "end": job.completed_at,
+        }
     _save_cache(state_dir, cache)
     return Synced(read, recorded, skipped)
 

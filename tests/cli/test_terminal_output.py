@@ -10,18 +10,26 @@ import os
 import pty
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 
-from app.terminal.output import HIDDEN, ShownFormatter, shown
+from app.terminal.output import ShownFormatter, shown
 from registry.jobs import Registry
 
 HOSTILE = "run \x9b6n then \x1b]0;pwned\x07 and \u202eexe.txt\u2028done \x85"
 
 
 def raw_hidden(text: str) -> list[str]:
-    return HIDDEN.findall(text.replace("\n", ""))
+    """What a terminal would act on or that reorders text, by Unicode's own word for it
+    (not the product's list): controls, format characters (bidi controls among them),
+    line and paragraph separators, lone surrogates; newlines and tabs aside."""
+    return [
+        char
+        for char in text.replace("\n", "").replace("\t", "")
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+    ]
 
 
 def test_json_output_escapes_what_a_terminal_would_act_on(cli, state_dir: Path) -> None:
@@ -34,6 +42,20 @@ def test_json_output_escapes_what_a_terminal_would_act_on(cli, state_dir: Path) 
         parsed = json.loads(result.stdout)
         record = parsed if isinstance(parsed, dict) else parsed[0]
         assert record["prompt"] == HOSTILE  # the same JSON, only spelled safely
+
+
+def test_an_arabic_letter_mark_in_a_prompt_is_escaped_by_job_get(cli, state_dir: Path) -> None:
+    """U+061C (ARABIC LETTER MARK, a bidi control) reached the terminal raw through
+    `job get`: the CLI's copy of the hidden class lacked it (issue 32)."""
+    prompt = "deploy \u061cgnirts then \u2067tag\u2069 \U000e0041"
+    job = Registry.open(state_dir).register(prompt, "agent", "alpha")
+    piped = cli("job", "get", "--job", job.job_id)
+    assert piped.returncode == 0, piped.stderr
+    assert raw_hidden(piped.stdout) == [] and "\\u061c" in piped.stdout
+    assert json.loads(piped.stdout)["prompt"] == prompt
+    printed = at_a_terminal(state_dir, "job", "get", "--job", job.job_id).decode()
+    assert raw_hidden(printed.replace("\r", "")) == [] and "\\u061c" in printed
+    assert "\\udb40\\udc41" in printed  # a tag character, as JSON spells it
 
 
 def test_bus_messages_print_escaped(cli) -> None:
