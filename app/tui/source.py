@@ -18,18 +18,20 @@ from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
+from registry.vocabulary import Activity, JobStatus, SessionStatus
 
 if TYPE_CHECKING:
     from registry.needs_you import Signal
 
-JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
-SessionState = Literal["running", "stopped", "terminated", "archived"]
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
 AnswerReply = Literal["yes", "no", "always"]
+"""An answer the control room sends: registry/vocabulary.py's Answer, as a type the
+orchestrator's `answer` takes."""
+SessionState = SessionStatus
 
-JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")
+JOB_STATUSES: tuple[JobStatus, ...] = tuple(JobStatus)
 STOP_MODES: tuple[StopMode, ...] = ("graceful", "soft", "hard")
 
 # What a source may raise for an unhealthy store or transport (locked or corrupt
@@ -77,14 +79,14 @@ class JobRow:
     def state(self) -> str:
         """The one word shown for the job: its activity while it runs (`waiting` for a
         permission answer, `working`, `idle`, `interrupted`…), its status otherwise."""
-        if self.status != "running":
+        if self.status != JobStatus.RUNNING:
             return self.status
         if self.waiting_permission:
-            return "waiting"
-        return self.activity or "running"
+            return Activity.WAITING
+        return self.activity or JobStatus.RUNNING
 
 
-LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}
+LIVE_ORDER: Mapping[str, int] = {JobStatus.RUNNING: 1, JobStatus.PENDING: 2}
 FINISHED_GROUP = 3
 
 

@@ -32,9 +32,14 @@ from app.tui.source import (
 )
 from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
 from registry.needs_you import Signal, claim_id
+from registry.vocabulary import SessionStatus
 
 FIXED_NOW = datetime(2025, 1, 15, 12, 0, 0, tzinfo=UTC)
-STOP_STATES = {"graceful": "stopped", "soft": "archived", "hard": "terminated"}
+STOP_STATES = {
+    "graceful": SessionStatus.STOPPED,
+    "soft": SessionStatus.ARCHIVED,
+    "hard": SessionStatus.TERMINATED,
+}
 ENDED = ("completed", "error", "cancelled")
 AGENT_ANSWERS: dict[str, tuple[AnswerReply, ...]] = {
     "claude": ("yes", "no", "always"),
@@ -97,6 +102,7 @@ class InMemorySource:
                     updated_at=now,
                     last_event=event,
                     progress_detail=detail or job.progress_detail,
+                    missing_events=job.missing_events + skip,
                     waiting_permission=waiting,
                     question=detail if waiting else "",
                     state_since=now if waiting or status in ENDED else None,
@@ -217,10 +223,12 @@ class InMemorySource:
             if label not in self.sessions:
                 raise SessionNotFound(f"no session {label!r}")
             session = self.sessions[label]
+            # as the orchestrator: a session whose tmux session is gone is terminated
+            vanished = not session.tmux_alive and mode != "hard"
             self.sessions[label] = replace(
                 session,
-                state=STOP_STATES[mode],  # type: ignore[arg-type]
-                tmux_alive=mode == "soft",
+                state=SessionStatus.TERMINATED if vanished else STOP_STATES[mode],
+                tmux_alive=mode == "soft" and session.tmux_alive,
             )
 
     def answer(self, job_id: str, reply: AnswerReply) -> AnswerOutcome:
@@ -325,7 +333,6 @@ def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
             source.emit(job_id, event, detail)
     # a gap in 5f4e3d2c's sequence: two events never arrived
     source.emit("5f4e3d2c", "progress", "refactor 4/5", skip=2)
-    source.jobs["5f4e3d2c"] = replace(source.jobs["5f4e3d2c"], missing_events=2)
     source.cancel("9e8d7c6b")
     for job_id, activity in (("3fa2c1d0", "working"), ("5f4e3d2c", "idle")):
         source.jobs[job_id] = replace(source.jobs[job_id], activity=activity)
