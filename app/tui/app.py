@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,17 +15,26 @@ from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from app.tmux.attach import RETURN_KEY_LABEL, AttachCommand
+from app.tmux.attach import RETURN_KEY_LABEL
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands
 from app.tui.inbox_actions import InboxActions
 from app.tui.mailbox import DeltaMailbox
+from app.tui.messages import (
+    AgentsFound,
+    AttachReady,
+    DeltaReady,
+    DemoStopped,
+    LogPath,
+    Notice,
+    SourceFailed,
+)
 from app.tui.needs_you import SignalSettings, TerminalSignals
 from app.tui.notices import toast
+from app.tui.poller import MAX_BACKOFF_S, RECONCILE_INTERVAL_S, Poller
 from app.tui.screens.attach_hint import AttachHintScreen
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
@@ -39,7 +47,7 @@ from app.tui.screens.review import ReviewScreen
 from app.tui.screens.sort import SortScreen
 from app.tui.screens.stop_session import StopSessionScreen
 from app.tui.screens.talk import TalkScreen
-from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, StopMode
+from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobRow, StopMode
 from app.tui.widgets.jobs_table import JobsTable
 from registry import states
 from registry.jobstore import FINAL_STATUSES
@@ -54,12 +62,9 @@ JOB_ACTIONS = frozenset(
 # Textual's own palette entries that one of COMMANDS already offers (q, ?).
 SYSTEM_COMMANDS_SHADOWED = frozenset({"Quit", "Keys"})
 RESUMABLE = states.JOB.transition("resume").sources
-MAX_BACKOFF_S = 5.0
-RECONCILE_INTERVAL_S = 3.0
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
 HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a resize)
 DEMO_START_WAIT_S = 60.0  # quitting while demo agents start: wait for them, to stop them
-BUSY_POLL_S = 0.015  # while events flow: ~20 per delta at 1k ev/s, each row ~20 ms late
 
 
 class ControlRoomApp(InboxActions):
@@ -69,49 +74,6 @@ class ControlRoomApp(InboxActions):
     TITLE = "orchestrate"
     BINDINGS = BINDINGS
     COMMANDS = App.COMMANDS | {ControlRoomCommands}
-
-    class DeltaReady(Message):
-        """Doorbell from the poller: a delta waits in the mailbox."""
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, ControlRoomApp.DeltaReady)
-
-    class SourceFailed(Message):
-        """The source raised while polling (locked or corrupt db, broker down)."""
-
-        def __init__(self, error: Exception) -> None:
-            super().__init__()
-            self.error = error
-
-    class Notice(Message):
-        """A line for the user from a worker thread. Posted, never `call_from_thread`:
-        that blocks, and a worker blocked on an exiting app keeps the process alive."""
-
-        def __init__(self, text: str, severity: SeverityLevel = "information") -> None:
-            super().__init__()
-            self.text = text
-            self.severity = severity
-
-    class DemoStopped(Message):
-        """The demo agents this app started are stopped: the app may now exit."""
-
-    class LogPath(Message):
-        """Where the selected job's pane log is, for the split tail."""
-
-        def __init__(self, job_id: str, path: Path | None) -> None:
-            super().__init__()
-            self.job_id = job_id
-            self.path = path
-
-    class AttachReady(Message):
-        """The tmux command that shows the job's pane, found by a worker; ``then``:
-        step in (attach) or open the talk box (talk)."""
-
-        def __init__(self, job_id: str, command: AttachCommand, then: str = "attach") -> None:
-            super().__init__()
-            self.job_id = job_id
-            self.command = command
-            self.then = then
 
     def __init__(
         self,
@@ -153,6 +115,9 @@ class ControlRoomApp(InboxActions):
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
         self._mailbox = DeltaMailbox()
+        self.poller = Poller(
+            source, self.post_message, mailbox=self._mailbox, stopping=self._stopping
+        )
         self.take_terminal = take_terminal or self._suspended
         self.attach_hint_shown = False  # the first attach of a run explains the return key
         self.installed_agents: list[str] | None = None  # agent kinds on PATH (read once)
@@ -165,7 +130,7 @@ class ControlRoomApp(InboxActions):
 
     def _report_signal_problem(self, line: str) -> None:
         """A notify command that failed (from its thread): one notice per problem."""
-        self.post_message(self.Notice(line, "warning"))
+        self.post_message(Notice(line, "warning"))
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
@@ -205,7 +170,7 @@ class ControlRoomApp(InboxActions):
     @work(thread=True, exit_on_error=False, group="bridge", description="MQTT ingest bridge")
     def _bridge(self) -> None:
         """Run the MQTT ingest bridge (if a broker is configured) until the app exits."""
-        self.source.run_bridge(self._stopping)
+        self.poller.bridge()
 
     def on_unmount(self) -> None:
         self._stopping.set()
@@ -219,17 +184,17 @@ class ControlRoomApp(InboxActions):
         try:
             notice = self.source.start()
         except SOURCE_ERRORS as error:  # the poller reports the same failure
-            self.post_message(self.SourceFailed(error))
+            self.post_message(SourceFailed(error))
         else:
             if notice:  # another control room on this state dir
-                self.post_message(self.Notice(notice, "warning"))
+                self.post_message(Notice(notice, "warning"))
         try:
             if self.demo_agents:
                 count = self.demo_agents
-                self.post_message(self.Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
+                self.post_message(Notice(f"Starting {counted(count, 'demo agent')} in tmux…"))
                 self.demo_job_ids = self.source.start_demo(count)
                 started = counted(len(self.demo_job_ids), "demo agent")
-                self.post_message(self.Notice(f"Started {started}"))
+                self.post_message(Notice(f"Started {started}"))
         finally:
             self._demo_started.set()
 
@@ -253,9 +218,9 @@ class ControlRoomApp(InboxActions):
             self.source.stop_demo(list(self.demo_job_ids))
             self.demo_stopped = True
         finally:
-            self.post_message(self.DemoStopped())
+            self.post_message(DemoStopped())
 
-    def on_control_room_app_demo_stopped(self) -> None:
+    def on_demo_stopped(self) -> None:
         self.exit()
 
     @work(
@@ -268,24 +233,9 @@ class ControlRoomApp(InboxActions):
     def _reconcile(self) -> None:
         """Every few seconds: dead panes, expired leases, stale heartbeats."""
         worker = get_current_worker()
-        failure = ""
         interval = self.reconcile_interval_s or RECONCILE_INTERVAL_S
-        while not (worker.is_cancelled or self._stopping.is_set()):
-            try:
-                notice = self.source.reconcile()
-            except Exception as error:
-                if str(error) != failure:
-                    failure = str(error)
-                    self.post_message(self.Notice(f"Reconcile failed: {error}", "warning"))
-            else:
-                failure = ""
-                if notice:
-                    self.post_message(self.Notice(notice))
-            deadline = time.monotonic() + interval
-            while time.monotonic() < deadline and not worker.is_cancelled:
-                time.sleep(0.1)
+        self.poller.reconcile(lambda: worker.is_cancelled, interval)
 
-    # -- polling ------------------------------------------------------------
     @work(
         thread=True,
         exclusive=True,
@@ -295,46 +245,16 @@ class ControlRoomApp(InboxActions):
     )
     def _poll(self) -> None:
         worker = get_current_worker()
-        cursor, failure, backoff_s = 0, "", self.poll_interval_s
-        previous: Delta | None = None
-        while not (worker.is_cancelled or self._stopping.is_set()):
-            try:
-                delta = self.source.poll(cursor)
-            except SOURCE_ERRORS as error:
-                if str(error) != failure:  # one notice per distinct failure, not per poll
-                    failure = str(error)
-                    self.post_message(self.SourceFailed(error))
-                time.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
-                continue
-            failure, backoff_s = "", self.poll_interval_s
-            cursor = delta.cursor
-            unchanged = previous is not None and not (
-                delta.jobs or delta.removed_job_ids or delta.events or delta.notices
-            )
-            if (
-                unchanged
-                and previous is not None
-                and delta.snapshot == previous.snapshot
-                and delta.sessions in (None, previous.sessions)
-            ):
-                time.sleep(self.poll_interval_s)
-                continue
-            previous = delta
-            if self._mailbox.put(delta):
-                self.post_message(self.DeltaReady())
-            # Busy bus: look again soon (latency); quiet bus: the normal interval.
-            busy = bool(delta.events or delta.jobs)
-            time.sleep(min(BUSY_POLL_S, self.poll_interval_s) if busy else self.poll_interval_s)
+        self.poller.poll(lambda: worker.is_cancelled, self.poll_interval_s)
 
-    def on_control_room_app_delta_ready(self) -> None:
+    def on_delta_ready(self) -> None:
         if self.main.is_mounted and not self.is_running:
             return  # the app is closing: its screens' widgets are being removed
         if not self.main.is_mounted:  # not mounted yet (or torn down): ring again soon
             # Composed is not enough: a widget whose message loop has not started
             # yet drops the idle prompts that its refreshes and a DataTable's
             # measuring rely on. A mounted screen's children are all mounted.
-            self.set_timer(0.02, lambda: self.post_message(self.DeltaReady()))
+            self.set_timer(0.02, lambda: self.post_message(DeltaReady()))
             return
         delta = self._mailbox.take()
         if delta is None:
@@ -383,10 +303,10 @@ class ControlRoomApp(InboxActions):
         after 40 s at 1k ev/s."""
         gc.freeze()
 
-    def on_control_room_app_notice(self, message: Notice) -> None:
+    def on_notice(self, message: Notice) -> None:
         self.notify(message.text, severity=message.severity)
 
-    def on_control_room_app_source_failed(self, message: SourceFailed) -> None:
+    def on_source_failed(self, message: SourceFailed) -> None:
         """One notice per problem (the start and the poller both meet it), and the
         problem stays on screen until a read works again."""
         problem = str(message.error)
@@ -428,7 +348,7 @@ class ControlRoomApp(InboxActions):
                 raise self.ActionFailed(f"{what}: {error}") from error
             # replace, not str.format: `done` holds labels and ids, and a label such as
             # "{result.__class__}" must stay text, not reach into objects
-            self.post_message(self.Notice(done.replace("{result}", str(result))))
+            self.post_message(Notice(done.replace("{result}", str(result))))
 
         self.run_worker(call, thread=True, exit_on_error=False, description=description)
 
@@ -501,9 +421,9 @@ class ControlRoomApp(InboxActions):
                 ) from error
             verb = "attach to" if then == "attach" else "talk to"
             raise self.ActionFailed(f"Could not {verb} {job_id}: {error}") from error
-        self.post_message(self.AttachReady(job_id, command, then))
+        self.post_message(AttachReady(job_id, command, then))
 
-    def on_control_room_app_attach_ready(self, message: AttachReady) -> None:
+    def on_attach_ready(self, message: AttachReady) -> None:
         if message.then == "talk":
             self._talk_box(message.job_id)
             return
@@ -592,13 +512,6 @@ class ControlRoomApp(InboxActions):
         elif job_id := self._selected_job():
             self.push_screen(ReviewScreen(service, job_id))
 
-    class AgentsFound(Message):
-        """The agent kinds installed here, looked up for the New-job dialog."""
-
-        def __init__(self, kinds: list[str]) -> None:
-            super().__init__()
-            self.kinds = kinds
-
     def action_new_job(self) -> None:
         """The New-job dialog, its agent defaulting to one installed here: looked up
         (PATH, the adapters) in a worker the first time, not at start, where its
@@ -609,9 +522,9 @@ class ControlRoomApp(InboxActions):
 
     @work(thread=True, exclusive=True, group="agents", description="Finding installed agents")
     def _find_agents(self) -> None:
-        self.post_message(self.AgentsFound(self.source.installed_agents()))
+        self.post_message(AgentsFound(self.source.installed_agents()))
 
-    def on_control_room_app_agents_found(self, message: AgentsFound) -> None:
+    def on_agents_found(self, message: AgentsFound) -> None:
         self.installed_agents = message.kinds
         if isinstance(self.screen, NewJobScreen):  # opened before they were known
             self.screen.show_installed(message.kinds)
@@ -686,11 +599,11 @@ class ControlRoomApp(InboxActions):
             raise self.ActionFailed(f"Could not resume the interrupted jobs: {error}") from error
         if resumed.job_ids:
             back = counted(len(resumed.job_ids), "interrupted job")
-            self.post_message(self.Notice(f"Resumed {back}: {', '.join(resumed.job_ids)}"))
+            self.post_message(Notice(f"Resumed {back}: {', '.join(resumed.job_ids)}"))
         for job_id, why in resumed.failed.items():
-            self.post_message(self.Notice(f"Could not resume {job_id}: {why}", "error"))
+            self.post_message(Notice(f"Could not resume {job_id}: {why}", "error"))
         if not resumed.job_ids and not resumed.failed:
-            self.post_message(self.Notice("No interrupted job to resume"))
+            self.post_message(Notice("No interrupted job to resume"))
 
     def action_stop_session(self) -> None:
         label: str | None = getattr(self.screen, "selected_session", None)
@@ -739,9 +652,9 @@ class ControlRoomApp(InboxActions):
         description="Finding the pane log",
     )
     def _find_log(self, job_id: str) -> None:
-        self.post_message(self.LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
+        self.post_message(LogPath(job_id, self.source.job_detail(job_id).pane_log_path))
 
-    def on_control_room_app_log_path(self, message: LogPath) -> None:
+    def on_log_path(self, message: LogPath) -> None:
         # a path found after the cursor moved on, or the split was closed, is dropped
         if message.job_id == self.main.log_wanted:
             self.main.show_log(message.job_id, message.path)
