@@ -19,6 +19,7 @@ from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
 from registry.vocabulary import Activity, JobStatus, SessionStatus
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from registry.needs_you import Signal
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
+Severity = Literal["information", "warning", "error"]
+"""How a notice is shown (Textual's SeverityLevel; this module imports no Textual)."""
 AnswerReply = Literal["yes", "no", "always"]
 """An answer the control room sends: registry/vocabulary.py's Answer, as a type the
 orchestrator's `answer` takes."""
@@ -175,6 +178,17 @@ class Resumed:
 
     job_ids: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)  # job id -> why not
+
+    def notices(self) -> list[tuple[str, Severity]]:
+        """What the person is told: those resumed, each refusal, or that there were none."""
+        said: list[tuple[str, Severity]] = []
+        if self.job_ids:
+            back = counted(len(self.job_ids), "interrupted job")
+            said.append((f"Resumed {back}: {', '.join(self.job_ids)}", "information"))
+        said.extend(
+            (f"Could not resume {job_id}: {why}", "error") for job_id, why in self.failed.items()
+        )
+        return said or [("No interrupted job to resume", "information")]
 
 
 @dataclass(frozen=True)

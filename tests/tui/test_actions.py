@@ -9,7 +9,6 @@ from unittest.mock import PropertyMock, patch
 from fake_source import FakeSource
 from memory_source import FIXED_NOW
 from textual.pilot import Pilot
-from textual.screen import Screen
 from textual.widgets import DataTable, Input, RadioSet
 from tui_helpers import loaded, notices, select, wait_until
 
@@ -18,6 +17,7 @@ from app.tui.commands import COMMANDS
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
+from app.tui.screens.job_commands import JobCommands
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
@@ -340,7 +340,7 @@ async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
         assert app.screen.job_id == ROWS[1]  # type: ignore[attr-defined]
 
 
-class SelectingScreen(Screen[None]):
+class SelectingScreen(JobCommands):
     """A screen that selects jobs, whose selection must not be read to check a key."""
 
     @property

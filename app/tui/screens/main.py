@@ -14,7 +14,6 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.notifications import Notification
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
@@ -23,6 +22,8 @@ from app.tui.commands import COMMANDS, SCREEN_BINDINGS, command_named, commands_
 from app.tui.notices import toast, withdraw
 from app.tui.safe_text import as_text
 from app.tui.screens.inbox import InboxScreen
+from app.tui.screens.job_commands import JOB_COMMANDS, JobCommands
+from app.tui.screens.sort import SortScreen
 from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
@@ -36,11 +37,12 @@ ANNOUNCE_WAIT_S = 2.0
 """How long a new wait's notice waits for the command it is about."""
 
 
-class MainScreen(Screen[None]):
+class MainScreen(JobCommands):
     """Stays at the bottom of the stack, so it keeps applying deltas (and keeps
     its filter) while other screens are on top of it."""
 
     BINDINGS = SCREEN_BINDINGS
+    JOB_COMMANDS = JOB_COMMANDS
 
     snapshot: reactive[Snapshot] = reactive(Snapshot)
     """Totals for the header, replaced on every delta."""
@@ -230,6 +232,22 @@ class MainScreen(Screen[None]):
         sessions = self._composed("#sessions", SessionsPanel)
         return sessions.labels if sessions is not None else []
 
+    def offers(self, action: str) -> bool:
+        """Every command of the app applies here."""
+        return True
+
+    def action_sort(self) -> None:
+        """`s`: the sort dialog; the jobs table sorts itself by the column chosen."""
+        table = self.query_one("#jobs", JobsTable)
+        self.app.push_screen(SortScreen(table.sort_column, table.sort_reverse), table.sort_by)
+
+    def action_toggle_log(self) -> None:
+        """`l`: the split tail of the selected job's pane log, or closed if open."""
+        if self.log_wanted is not None:
+            self.hide_log()
+        elif (job_id := self._selected_job()) and self.want_log(job_id):
+            self.room.find_log(job_id)
+
     def _composed(self, selector: str, kind: type[W]) -> W | None:
         """The widget, or None before the screen is composed."""
         return next(self.query(selector).results(kind), None)
@@ -332,4 +350,4 @@ class MainScreen(Screen[None]):
     async def _row_chosen(self) -> None:
         """A click on the highlighted row opens the job's page (enter steps into the
         agent: JobsTable's own binding)."""
-        await self.app.run_action("open_job")
+        await self.run_action("open_job")
