@@ -13,10 +13,10 @@ from textual.app import App, SystemCommand
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
+from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from app.tmux.attach import RETURN_KEY_LABEL
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands, unshadowed
 from app.tui.demo_agents import DemoAgents
 from app.tui.handover import ActionFailed, Handover
@@ -47,7 +47,7 @@ from app.tui.screens.job_commands import (
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobRequest, NewJobScreen
-from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobRow, SessionRow
+from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobRow, waiting_after
 from app.tui.widgets.jobs_table import JobsTable
 from registry.vocabulary import JobStatus
 from registry.wording import counted
@@ -68,6 +68,9 @@ class ControlRoomApp(InboxActions):
     TITLE = "orchestrate"
     BINDINGS = BINDINGS
     COMMANDS = App.COMMANDS | {ControlRoomCommands}
+
+    waiting_rows: reactive[tuple[JobRow, ...]] = reactive(())
+    """The jobs waiting on a person, in table order; the screens read it (bound down)."""
 
     def __init__(
         self,
@@ -105,6 +108,7 @@ class ControlRoomApp(InboxActions):
         self._stopping = threading.Event()
         self.main = MainScreen()
         self.polls_applied = 0  # deltas drawn so far; tests wait on it
+        self._waiting: dict[str, JobRow] = {}  # the jobs of waiting_rows, by id
         self._mailbox = DeltaMailbox()
         self.poller = Poller(
             source, self.post_message, mailbox=self._mailbox, stopping=self._stopping
@@ -148,6 +152,7 @@ class ControlRoomApp(InboxActions):
         # first frame, so its Python work does not contend with that frame for the GIL.
         self.call_after_refresh(self._poll)
         self.signals.opened()
+        self.main.data_bind(ControlRoomApp.waiting_rows)
         self.set_interval(self.age_refresh_s, lambda: self.main.refresh_ages(self.clock()))
         self._start()
         self._bridge()
@@ -260,6 +265,7 @@ class ControlRoomApp(InboxActions):
             return
         if not applied:
             return
+        self._waiting, self.waiting_rows = waiting_after(self._waiting, delta)
         self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.waiting_jobs)
         self.polls_applied += 1
         if self.polls_applied == 1:  # once its rows are on screen
@@ -354,10 +360,6 @@ class ControlRoomApp(InboxActions):
         """A job as the jobs table last saw it (None: not in the table)."""
         return self.main.query_one("#jobs", JobsTable).jobs.get(job_id)
 
-    def known_sessions(self) -> dict[str, SessionRow] | None:
-        """The sessions by label as last read (None: not read yet)."""
-        return self.main.known_sessions
-
     def open_job_page(self, job_id: str) -> None:
         self.push_screen(JobDetailScreen(self.source, job_id))
 
@@ -384,10 +386,7 @@ class ControlRoomApp(InboxActions):
             self.handover.attach(message.job_id, message.command)
 
     def action_returned(self) -> None:
-        self.notify(
-            f"You are in the control room: {RETURN_KEY_LABEL} comes back from an agent's "
-            "pane, q quits"
-        )
+        self.handover.welcome_back()
 
     def action_new_job(self) -> None:
         """The New-job dialog; it looks up the agents installed here itself, the first

@@ -46,6 +46,13 @@ class Handover:
 
         self.app.push_screen(AttachHintScreen(job_id, RETURN_KEY_LABEL), chosen)
 
+    def welcome_back(self) -> None:
+        """ctrl+q pressed here, not in a pane: say where the person is."""
+        self.app.notify(
+            f"You are in the control room: {RETURN_KEY_LABEL} comes back from an agent's "
+            "pane, q quits"
+        )
+
     def _step_into(self, job_id: str, command: AttachCommand) -> None:
         if command.switches_client:  # inside orchestrate's own tmux: this app keeps running
             self.app.run_worker(

@@ -107,6 +107,20 @@ def row_order(job: JobRow) -> tuple[int, float, str]:
     return (group, created, job.job_id)
 
 
+def waiting_after(
+    waiting: Mapping[str, JobRow], delta: Delta
+) -> tuple[dict[str, JobRow], tuple[JobRow, ...]]:
+    """The jobs waiting on a person once ``delta`` is applied: by id, and in table order
+    (what the main screen's panel and the inbox list)."""
+    now = {job_id: job for job_id, job in waiting.items() if job_id not in delta.removed_job_ids}
+    for job in delta.jobs:
+        if job.waiting_permission:
+            now[job.job_id] = job
+        else:
+            now.pop(job.job_id, None)
+    return now, tuple(sorted(now.values(), key=row_order))
+
+
 @dataclass(frozen=True)
 class AnswerOutcome:
     """How an answer went: confirmed only once the registry saw the agent move on."""

@@ -133,9 +133,9 @@ class InboxScreen(JobCommands):
         table = self.query_one("#waiting", DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
-        main = self.app.main  # type: ignore[attr-defined]
-        self.watch(main, "waiting_rows", self._rows_changed)
-        self.watch(main, "answering", self._answering_changed)
+        # the jobs reactive the main screen is bound to: the app's own
+        self.watch(self.app, "waiting_rows", self._rows_changed)
+        self.watch(self.app.main, "answering", self._answering_changed)  # type: ignore[attr-defined]
         self.set_interval(TICK_S, self._tick)
         self.query_one("#asked", Static).border_title = "asks"
         self.query_one("#waiting", DataTable).border_title = "waiting on you"

@@ -66,6 +66,13 @@ def screen_offers(screen: Screen[Any], action: str) -> bool:
     return handles and screen.check_action(action, ()) is not False
 
 
+class SessionsShown(Protocol):
+    """The main screen, as far as a job command needs it."""
+
+    @property
+    def known_sessions(self) -> Mapping[str, SessionRow] | None: ...
+
+
 class ControlRoom(Protocol):
     """What a screen asks of the app it is in (ControlRoomApp): its source, what the
     main screen last read, and the workers that do the blocking part."""
@@ -74,7 +81,8 @@ class ControlRoom(Protocol):
 
     def job_row(self, job_id: str) -> JobRow | None: ...
 
-    def known_sessions(self) -> Mapping[str, SessionRow] | None: ...
+    @property
+    def main(self) -> SessionsShown: ...
 
     def open_job_page(self, job_id: str) -> None: ...
 
@@ -231,7 +239,7 @@ class JobCommands(Screen[None]):
         if not label:
             self.notify("Select a job or session first", severity="warning")
             return
-        known = self.room.known_sessions()
+        known = self.room.main.known_sessions
         session = known.get(label) if known is not None else None
         if known is not None and session is None:
             self._refuse(f"session {label} does not exist: nothing to stop")

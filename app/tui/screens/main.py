@@ -24,7 +24,7 @@ from app.tui.safe_text import as_text
 from app.tui.screens.inbox import InboxScreen
 from app.tui.screens.job_commands import JOB_COMMANDS, JobCommands
 from app.tui.screens.sort import SortScreen
-from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
+from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.inbox_panel import InboxPanel, question_of
@@ -51,7 +51,8 @@ class MainScreen(JobCommands):
     waiting_jobs: reactive[int] = reactive(0)
     """How many jobs wait for a permission answer (the header counts them)."""
     waiting_rows: reactive[tuple[JobRow, ...]] = reactive(())
-    """The jobs waiting on a person, in table order (the panel and the inbox list them)."""
+    """The jobs waiting on a person, in table order: the app's, bound down (the panel
+    lists them; the inbox reads the app's own)."""
     answering: reactive[Mapping[str, str]] = reactive(dict)
     """Job id -> how the answer given to it is going, while that is worth saying."""
     problem: reactive[str] = reactive("")
@@ -134,19 +135,6 @@ class MainScreen(JobCommands):
         for job_id in was_waiting - table.waiting:
             if (notice := self._question_notices.pop(job_id, None)) is not None:
                 withdraw(self.app, notice)
-        waiting = tuple(sorted((table.jobs[job_id] for job_id in table.waiting), key=row_order))
-        if waiting != self.waiting_rows:
-            self.waiting_rows = waiting
-            # "not confirmed" is about a wait: once the job stops waiting it is old news
-            still = {job.job_id for job in waiting}
-            if any(
-                job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()
-            ):
-                self.answering = {
-                    job_id: state
-                    for job_id, state in self.answering.items()
-                    if job_id in still or not state.startswith("⚠")
-                }
         states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
         self.activity_counts = dict(Counter(states.values()))
         sessions = self.query_one("#sessions", SessionsPanel)
@@ -164,6 +152,16 @@ class MainScreen(JobCommands):
         for job_id in sorted(self._held_questions):
             self._announce(job_id, False)
         return True
+
+    def watch_waiting_rows(self, waiting: tuple[JobRow, ...]) -> None:
+        """ "not confirmed" is about a wait: once the job stops waiting it is old news."""
+        still = {job.job_id for job in waiting}
+        if any(job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()):
+            self.answering = {
+                job_id: state
+                for job_id, state in self.answering.items()
+                if job_id in still or not state.startswith("⚠")
+            }
 
     def _announce(self, job_id: str, waited: bool) -> None:
         """A job has just started waiting for a permission answer: say so, as it may be
