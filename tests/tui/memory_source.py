@@ -30,6 +30,7 @@ from app.tui.source import (
     Snapshot,
     StopMode,
 )
+from registry import states
 from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
 from registry.needs_you import Signal, claim_id
 from registry.vocabulary import SessionStatus
@@ -127,11 +128,12 @@ class InMemorySource:
         except KeyError:
             raise JobNotFound(f"no job {job_id!r}") from None
 
-    def _move(self, job_id: str, allowed: tuple[str, ...], status: str) -> None:
+    def _move(self, job_id: str, transition: str) -> None:
+        """Move the job as the registry's own state machine does (and refuse as it does,
+        in its words), so the fake cannot allow what the registry refuses."""
         with self.lock:
             job = self._job(job_id)
-            if job.status not in allowed:
-                raise IllegalTransition(f"job {job_id} is {job.status}, cannot become {status}")
+            status = states.next_state(states.JOB, job.status, transition, job_id)
             self.seq += 1
             self._put(replace(job, status=status, updated_at=self.clock()))  # type: ignore[arg-type]
 
@@ -193,7 +195,7 @@ class InMemorySource:
             return JobDetail(record, why, timeline, missing, self.pane_logs.get(job_id))
 
     def cancel(self, job_id: str) -> None:
-        self._move(job_id, ("pending", "running"), "cancelled")
+        self._move(job_id, "cancel")
         with self.lock:  # the row says why, as the registry's does
             job = self.jobs[job_id]
             self.jobs[job_id] = replace(
@@ -209,7 +211,7 @@ class InMemorySource:
                 self.seq += 1
                 self._put(replace(self.jobs[job_id], activity="starting", progress_detail=""))
             return
-        self._move(job_id, ("error", "cancelled"), "pending")
+        self._move(job_id, "resume")
 
     def resume_interrupted(self) -> Resumed:
         with self.lock:
@@ -272,7 +274,7 @@ class InMemorySource:
             if job.status != "running" and job_id not in self.kept_panes:
                 raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
             if job.status == "completed":
-                self._move(job_id, ("completed",), "running")
+                self._move(job_id, "follow_up")
             self.inputs.append((job_id, text))
             self.emit(job_id, "input", f"{len(text)} characters from the control room")
         return len(text)

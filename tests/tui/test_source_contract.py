@@ -225,6 +225,25 @@ def test_cancel_ends_a_live_job_and_is_refused_for_an_ended_one(world: World) ->
         world.source.cancel(done)
 
 
+def test_resume_brings_back_a_cancelled_job_and_refuses_in_the_registry_s_words(
+    world: World,
+) -> None:
+    """resume: a cancelled job is pending again; a completed one is refused, and the
+    refusal reads as the registry's state machine words it (a notice shows it as is)."""
+    cancelled = world.new_job("claude", "alpha")
+    world.source.cancel(cancelled)
+    done = started(world)
+    world.emit(done, EventType.COMPLETED, "done")
+    cursor = world.source.poll(0).cursor
+    world.source.resume(cancelled)
+    assert rows(world.source.poll(cursor))[cancelled].status == JobStatus.PENDING
+    with pytest.raises(SOURCE_ERRORS) as refused:
+        world.source.resume(done)
+    assert str(refused.value) == (
+        f"job {done}: cannot resume from completed (resume applies to: error, cancelled)"
+    )
+
+
 def test_answering_a_job_that_does_not_wait_is_refused(world: World) -> None:
     """answer: refused, with an error the control room shows, unless the job waits."""
     job_id = started(world)
