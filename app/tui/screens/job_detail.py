@@ -22,6 +22,7 @@ from app.tui.screens.job_commands import JOB_COMMANDS, JobCommands
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobDetail, JobNotFound
 from app.tui.widgets.pane_tail import PaneTail
 from app.tui.widgets.theme import look_of, look_style, theme_style
+from registry.vocabulary import Activity, EventType, JobStatus
 from registry.wording import counted
 
 REFRESH_INTERVAL_S = 0.5
@@ -164,9 +165,10 @@ class JobDetailScreen(JobCommands):
         record = detail.record
         status = str(record.get("status", ""))
         activity = record.get("activity")
-        if status == "running" and record.get("last_event") == "permission_required":
-            return "waiting"  # asked through its own event (Job.waiting)
-        if status == "running" and isinstance(activity, Mapping) and activity.get("activity"):
+        running = status == JobStatus.RUNNING
+        if running and record.get("last_event") == EventType.PERMISSION_REQUIRED:
+            return Activity.WAITING  # asked through its own event (Job.waiting)
+        if running and isinstance(activity, Mapping) and activity.get("activity"):
             return str(activity["activity"])
         return status or "unknown"
 
@@ -185,13 +187,13 @@ class JobDetailScreen(JobCommands):
         screen, bound here too)."""
         state, status = self._state(detail), str(detail.record.get("status", ""))
         keys: list[tuple[str, str]] = []
-        if status == "running":
+        if status == JobStatus.RUNNING:
             keys += [("⏎", "step into its pane"), ("i", "talk to it"), ("c", "cancel")]
-        elif status in ("error", "cancelled"):
+        elif status in (JobStatus.ERROR, JobStatus.CANCELLED):
             keys += [("r", "resume")]
-        elif status == "pending":
+        elif status == JobStatus.PENDING:
             keys += [("c", "cancel")]
-        if state == "waiting":
+        if state == Activity.WAITING:
             keys.insert(0, ("y", "answer yes"))
         if detail.worktree:
             keys.append(("v", "review its diff"))

@@ -31,6 +31,7 @@ from app.tui.widgets.inbox_panel import InboxPanel, question_of
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
+from registry.vocabulary import JobStatus
 
 W = TypeVar("W", bound=Widget)
 ANNOUNCE_WAIT_S = 2.0
@@ -135,7 +136,8 @@ class MainScreen(JobCommands):
         for job_id in was_waiting - table.waiting:
             if (notice := self._question_notices.pop(job_id, None)) is not None:
                 withdraw(self.app, notice)
-        states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
+        running = (job for job in table.jobs.values() if job.status == JobStatus.RUNNING)
+        states = {job.job_id: job.state for job in running}
         self.activity_counts = dict(Counter(states.values()))
         sessions = self.query_one("#sessions", SessionsPanel)
         if delta.sessions is not None:
