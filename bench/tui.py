@@ -183,8 +183,8 @@ async def paint_control_room(state_dir: Path) -> dict[str, float]:
             super().on_mount()
             self.call_after_refresh(lambda: settle(mounted))
 
-        def on_control_room_app_delta_ready(self) -> None:
-            super().on_control_room_app_delta_ready()
+        def on_delta_ready(self) -> None:
+            super().on_delta_ready()
             if self.polls_applied:
                 self.call_after_refresh(lambda: settle(painted))
 

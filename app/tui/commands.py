@@ -3,8 +3,10 @@ palette, `:` command mode and the `?` help screen, so they cannot drift apart.""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -25,6 +27,9 @@ class Command:
     screen_key: bool = False
     """Also bound on the screens that list jobs (`screen_binding`): Textual's
     Screen binds this key itself (tab: focus next), and a screen's binding wins."""
+    on_screen: bool = False
+    """Handled by the screen on top (a job's commands: app/tui/screens/job_commands.py),
+    not by the app: the app's action hands it on, and is off where the screen has none."""
 
     @property
     def binding(self) -> Binding:
@@ -65,9 +70,24 @@ COMMANDS: tuple[Command, ...] = (
         "Attach",
         f"Step into the agent's pane; {RETURN_KEY_LABEL} comes back here",
         key_display="⏎",
+        on_screen=True,
     ),
-    Command("talk", "i", "talk", "Talk", "Send the agent a message, as if typed at its prompt"),
-    Command("detail", "d", "open_job", "Detail", "The job's page: timeline, prompt, work tree"),
+    Command(
+        "talk",
+        "i",
+        "talk",
+        "Talk",
+        "Send the agent a message, as if typed at its prompt",
+        on_screen=True,
+    ),
+    Command(
+        "detail",
+        "d",
+        "open_job",
+        "Detail",
+        "The job's page: timeline, prompt, work tree",
+        on_screen=True,
+    ),
     Command(
         "new", "plus", "new_job", "New", "Submit a new job to an agent session", key_display="+"
     ),
@@ -78,6 +98,7 @@ COMMANDS: tuple[Command, ...] = (
         "Cancel",
         "Cancel the selected job (asks first)",
         show=False,  # the footer keeps room for enter (step in) at 80 columns
+        on_screen=True,
     ),
     Command(
         "resume",
@@ -86,6 +107,7 @@ COMMANDS: tuple[Command, ...] = (
         "Resume",
         "Resume the selected errored, cancelled or interrupted job",
         show=False,
+        on_screen=True,
     ),
     Command(
         "interrupted",
@@ -102,8 +124,17 @@ COMMANDS: tuple[Command, ...] = (
         "Stop",
         "Stop the selected job's agent session (asks first)",
         show=False,
+        on_screen=True,
     ),
-    Command("sort", "s", "sort", "Sort", "Sort the jobs: s, then a column's letter", show=False),
+    Command(
+        "sort",
+        "s",
+        "sort",
+        "Sort",
+        "Sort the jobs: s, then a column's letter",
+        show=False,
+        on_screen=True,
+    ),
     Command("yes", "y", "answer('yes')", "Yes", "Answer yes to the job waiting on you"),
     Command("no", "n", "answer('no')", "No", "Answer no to the job waiting on you", show=False),
     Command(
@@ -133,11 +164,30 @@ COMMANDS: tuple[Command, ...] = (
         screen_key=True,
     ),
     Command(
-        "diff", "v", "review_job", "Review", "Review the job's diff: approve, send back", show=False
+        "diff",
+        "v",
+        "review_job",
+        "Review",
+        "Review the job's diff: approve, send back",
+        show=False,
+        on_screen=True,
     ),
-    Command("log", "l", "toggle_log", "Log", "Show or hide the live view of the job's pane"),
     Command(
-        "tmux", "t", "tmux_split", "tmux", "Open the job's tmux control-room split", show=False
+        "log",
+        "l",
+        "toggle_log",
+        "Log",
+        "Show or hide the live view of the job's pane",
+        on_screen=True,
+    ),
+    Command(
+        "tmux",
+        "t",
+        "tmux_split",
+        "tmux",
+        "Open the job's tmux control-room split",
+        show=False,
+        on_screen=True,
     ),
     Command(
         "history", "h", "history", "History", "Show throughput and latency history", show=False
@@ -254,3 +304,13 @@ class ControlRoomCommands(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, matcher.highlight(text), self._runner(command), help=command.help)
+
+
+SYSTEM_COMMANDS_SHADOWED = frozenset({"Quit", "Keys"})
+"""Textual's own palette entries that one of COMMANDS already offers (q, ?)."""
+
+
+def unshadowed(system: Iterable[SystemCommand]) -> Iterator[SystemCommand]:
+    """Textual's palette entries but those COMMANDS offer too: the palette listed Quit
+    and Keys/Help twice, in other words."""
+    return (command for command in system if command.title not in SYSTEM_COMMANDS_SHADOWED)

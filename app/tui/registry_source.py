@@ -9,17 +9,14 @@ instead of a crash before it starts.
 from __future__ import annotations
 
 import getpass
-import json
 import os
-import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from shutil import which
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 # libtmux (under both) reads sys.stdout.encoding when first imported, which fails
 # once Textual has replaced stdout: import it here, before any app runs.
@@ -34,33 +31,36 @@ from app.tmux.attach import AttachCommand
 from app.tmux.driver import CONTROL_ROOM_LABEL, TmuxDriver
 from app.tmux.errors import AnswerNotReceived, TmuxError
 from app.tui.room_lock import ControlRoomLock
+from app.tui.rows import event_row, expand_missing, job_row, timeline_row
 from app.tui.source import (
     AnswerOutcome,
     BrokerState,
     Delta,
     EventRow,
     JobDetail,
-    JobRow,
-    JobStatus,
     Liveness,
     Resumed,
     SessionRow,
-    SessionState,
     Snapshot,
     StopMode,
     row_order,
 )
 from bus import heartbeats
-from bus.db import now_ms, translate
-from bus.messages import Message, Outgoing
-from registry.activity import Observation, describe_source, interruption, observation_of
-from registry.errors import RegistryError
+from bus.db import now_ms
+from bus.messages import Outgoing
+from registry.control_room import ControlRoomReads
 from registry.jobs import Registry
-from registry.jobstore import FINAL_STATUSES, moved_by_agent
-from registry.needs_you import Signal, claim, watched
-from registry.records import Job, job_from_row
+from registry.needs_you import Signal, claim
+from registry.records import Job
 from registry.sessions import Session, SessionStore
-from registry.vocabulary import Activity, Answer
+from registry.vocabulary import (
+    FINAL_JOB_STATUSES,
+    Activity,
+    Answer,
+    MessageType,
+    ReviewState,
+    SessionStatus,
+)
 from registry.wording import counted
 
 if TYPE_CHECKING:
@@ -73,137 +73,9 @@ RECENT_FINISHED_JOBS = 1000  # finished jobs shown besides every live one
 SESSIONS_EVERY_S = 1.0  # tmux and heartbeats are re-read this often
 RATE_WINDOW_MS = 5000  # events/s is averaged over this window
 TIMELINE_LIMIT = 5000
-MISSING_SEQS_SHOWN = 1000
 CONTROL_AGENT = "control-room"
 ANSWERS: tuple[Answer, ...] = (Answer.YES, Answer.NO)
 """What a row that waits on nothing offers (the answers of one that waits are its agent's)."""
-
-# What a work-tree job's row says while its review waits for a person.
-REVIEW_PROGRESS = {
-    "IN_REVIEW": "in review: press v",
-    "APPROVED": "approved, not merged yet: press v",
-}
-
-
-def _ts(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
-
-
-def _parse_iso(stamp: str | None, fallback_ms: int) -> datetime:
-    try:
-        return datetime.fromisoformat(stamp) if stamp else _ts(fallback_ms)
-    except ValueError:
-        return _ts(fallback_ms)
-
-
-def job_row(
-    job: Job,
-    status_reason: str | None = None,
-    answers: tuple[Answer, ...] = ANSWERS,
-    review: str | None = None,
-) -> JobRow:
-    """The jobs-table line for one registry record. `status_reason`: why a final
-    job got its status when no event of its agent says so (a cancel, the control
-    room failing a job whose pane exited); the row then shows that instead of an
-    event from before (a cancelled job still read "permission_required").
-    `review`: a work-tree job's review state; one waiting for a person says so."""
-    last_event, detail = job.last_event, job.last_detail or ""
-    if status_reason is not None and job.status in FINAL_STATUSES:
-        last_event, detail = job.status, status_reason
-    if review in REVIEW_PROGRESS:
-        detail = REVIEW_PROGRESS[review]
-    interrupted = interruption(job.activity, job.activity_data) if job.status == "running" else None
-    if interrupted is not None:  # why it stopped, not its last progress
-        detail = interrupted
-    return JobRow(
-        job_id=job.job_id,
-        status=cast(JobStatus, job.status),
-        agent=job.agent,
-        agent_session=job.agent_session,
-        created_at=_ts(job.created_at_ms),
-        updated_at=_parse_iso(job.updated_at, job.created_at_ms),
-        last_event=last_event,
-        progress_detail=detail,
-        missing_events=job.missing_count,
-        waiting_permission=job.waiting,
-        activity=job.activity if job.status == "running" else None,
-        question=_question(job),
-        state_since=_ts(seen.since_ms) if (seen := watched(job)).mark else None,
-        asked=_asked(job),
-        answers=answers,
-    )
-
-
-def _question(job: Job) -> str:
-    """What a waiting job waits on, in a few words (empty for any other job)."""
-    if not job.waiting:
-        return ""
-    seen = observation_of(job.activity, job.activity_source, job.activity_data)
-    return seen.summary() if seen is not None else job.last_detail or ""
-
-
-def _asked(job: Job) -> tuple[tuple[str, str], ...]:
-    """What a waiting job asks, for the inbox: the question, tool, command, who saw it."""
-    if not job.waiting:
-        return ()
-    seen = observation_of(job.activity, job.activity_source, job.activity_data)
-    published = "its agent's own permission_required event"
-    if seen is None:
-        return (("question", job.last_detail or ""), ("seen by", published))
-    pairs = [("question", seen.question), ("tool", seen.tool), ("command", seen.command)]
-    by = published if seen.source.startswith("publish:") else describe_source(seen.source)
-    pairs.append(("seen by", by))
-    return tuple((label, text) for label, text in pairs if text)
-
-
-def event_detail(payload: dict[str, Any]) -> str:
-    """An event's detail as the stream and the timeline show it; a wait says what it
-    waits on ("waiting: Bash `npm test`"), its detail alone reads "waiting"."""
-    detail = str(payload.get("detail", ""))
-    data = payload.get("data")
-    if payload.get("event") != "activity" or not isinstance(data, dict):
-        return detail
-    if data.get("activity") != "waiting":
-        return detail
-    try:
-        about = Observation.from_data(data).summary()
-    except RegistryError:  # not an activity it knows: its detail as written
-        return detail
-    return f"{detail}: {about}" if about else detail
-
-
-def event_row(message: Message) -> EventRow | None:
-    """A stream line for a `job.event` message, for a status change nobody's event
-    explains (a cancel, a resume, an expired lease), or for a review's move; None
-    for the rest."""
-    payload = message.payload if isinstance(message.payload, dict) else {}
-    job_id = str(message.correlation_id or payload.get("job_id", ""))
-    if message.type == "job.event":
-        return EventRow(
-            seq=int(payload.get("seq", 0)),
-            ts=_ts(message.ts_ms),
-            job_id=job_id,
-            event=str(payload.get("event", "?")),
-            detail=event_detail(payload),
-        )
-    reason = str(payload.get("reason", ""))
-    if message.type == "review.status" and payload.get("to"):  # a work-tree job's review moved
-        detail = f"{payload.get('from') or 'new'} → {payload.get('to')}: {reason}"
-        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="review", detail=detail)
-    if message.type == "job.status" and not moved_by_agent(reason):
-        detail = f"{payload.get('from')} → {payload.get('to')}: {reason}"
-        return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="status", detail=detail)
-    return None
-
-
-def expand_missing(ranges: Sequence[Sequence[int]], limit: int = MISSING_SEQS_SHOWN) -> list[int]:
-    """[[3, 5], [9, 9]] -> [3, 4, 5, 9], at most `limit` of them."""
-    seqs: list[int] = []
-    for first, last in ranges:
-        seqs.extend(range(first, min(last, first + limit - len(seqs) - 1) + 1))
-        if len(seqs) >= limit:
-            break
-    return seqs
 
 
 class RegistrySource:
@@ -231,6 +103,7 @@ class RegistrySource:
         self._orchestrator = orchestrator
         self._registry: Registry | None = None
         self._sessions: SessionStore | None = None
+        self._reads: ControlRoomReads | None = None
         self._lock = threading.Lock()
         self._event_times: deque[int] = deque(maxlen=20_000)
         self._counts: dict[str, int] = {}
@@ -275,13 +148,12 @@ class RegistrySource:
             self.settings, registry=self.registry, make_orchestrator=lambda: self.orchestrator
         )
 
-    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """A read on this thread's connection (errors become bus errors)."""
-        db = self.registry.db
-        try:
-            return list(db.conn.execute(sql, tuple(params)).fetchall())
-        except sqlite3.Error as error:
-            raise translate(error, db.path) from error
+    @property
+    def reads(self) -> ControlRoomReads:
+        """The registry's read model for the control room (registry/control_room.py)."""
+        if self._reads is None:
+            self._reads = ControlRoomReads(self.registry.db)
+        return self._reads
 
     # -- polling --------------------------------------------------------------
     def poll(self, after_seq: int) -> Delta:
@@ -297,7 +169,7 @@ class RegistrySource:
             messages = self.registry.bus.read_after(after_seq, limit=BATCH)
             cursor = messages[-1].seq if messages else after_seq
             job_ids = {m.correlation_id for m in messages if m.type.startswith(("job.", "review."))}
-            found = self._jobs_by_id(sorted(i for i in job_ids if i))
+            found = self.reads.jobs_by_id(sorted(i for i in job_ids if i))
             jobs = list(found.values())
             events = [row for m in messages if (row := event_row(m)) is not None]
             changed_counts = bool(job_ids) or any(m.type.startswith("review.") for m in messages)
@@ -308,7 +180,7 @@ class RegistrySource:
         for message_ts in (e.ts for e in events if e.event != "status"):
             self._event_times.append(int(message_ts.timestamp() * 1000))
         if changed_counts:
-            self._counts = self._count_jobs()
+            self._counts = self.reads.status_counts()
             self._in_review = self.review_service.in_review()
             self._interrupted = self._count_interrupted(notices)
         sessions = None
@@ -317,7 +189,7 @@ class RegistrySource:
             sessions = tuple(self._session_rows(notices))
         broker = self._probe_broker(notices)
         reasons = self.registry.status_reasons(
-            job.job_id for job in jobs if job.status in FINAL_STATUSES
+            job.job_id for job in jobs if job.status in FINAL_JOB_STATUSES
         )
         reviewing = self.review_service.states([job.job_id for job in jobs])
         rows = [
@@ -359,22 +231,7 @@ class RegistrySource:
         the minimal app instead of 2x). A thousand rows cost the first apply
         ~35 ms: cells are measured from their plain text and only the visible
         rows are rendered."""
-        live = self._rows("SELECT * FROM jobs WHERE status IN ('pending', 'running')")
-        finished = self._rows(
-            "SELECT * FROM jobs WHERE status IN ('completed', 'error', 'cancelled') "
-            "ORDER BY created_at_ms DESC, job_id DESC LIMIT ?",
-            (RECENT_FINISHED_JOBS,),
-        )
-        return [job_from_row(row) for row in (*live, *finished)]
-
-    def _jobs_by_id(self, job_ids: list[str]) -> dict[str, Job]:
-        found: dict[str, Job] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = job_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(f"SELECT * FROM jobs WHERE job_id IN ({marks})", chunk):
-                found[row["job_id"]] = job_from_row(row)
-        return found
+        return self.reads.live_and_recent_jobs(RECENT_FINISHED_JOBS)
 
     def _recent_events(self, cursor: int) -> list[EventRow]:
         start = max(0, cursor - INITIAL_EVENTS_WINDOW)
@@ -382,17 +239,10 @@ class RegistrySource:
         rows = [row for m in messages if (row := event_row(m)) is not None]
         return rows[-100:]
 
-    def _count_jobs(self) -> dict[str, int]:
-        rows = self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status")
-        return {str(row[0]): int(row[1]) for row in rows}
-
     def _count_interrupted(self, notices: list[str]) -> int:
         """Running jobs whose pane is gone; a notice when there are more than last said
         (after a reboot, the first thing to know on opening the control room)."""
-        rows = self._rows(
-            "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND activity = 'interrupted'"
-        )
-        count = int(rows[0][0]) if rows else 0
+        count = self.reads.interrupted_count()
         if count > self._interrupted_told:
             notices.append(
                 f"{counted(count, 'job')} interrupted (agent pane gone: a reboot, or tmux "
@@ -435,12 +285,7 @@ class RegistrySource:
     def _session_rows(self, notices: list[str]) -> list[SessionRow]:
         records = self.sessions.list()
         beats = {beat.agent_id: beat for beat in heartbeats.read_all(self.registry.db.conn)}
-        running: dict[str, list[str]] = {}  # session label -> its running jobs, oldest first
-        for row in self._rows(
-            "SELECT agent_session, job_id FROM jobs WHERE status = 'running' "
-            "ORDER BY created_at_ms, job_id"
-        ):
-            running.setdefault(str(row[0]), []).append(str(row[1]))
+        running = self.reads.running_jobs_by_session()  # label -> its running jobs, oldest first
         alive = self._tmux_sessions(notices)
         at_ms = self.clock_ms()
         rows = []
@@ -464,7 +309,7 @@ class RegistrySource:
             rows.append(
                 SessionRow(
                     label=record.label,
-                    state=cast(SessionState, record.state),
+                    state=SessionStatus(record.state),
                     tmux_alive=alive is not None and self._is_alive(record, alive),
                     liveness=liveness,
                     heartbeat_age_s=age_s,
@@ -499,26 +344,9 @@ class RegistrySource:
         review = reviews.find(job_id)
         if review is not None:
             why += f"\nreview: {reviews.why(job_id)}"
-        rows = self._rows(
-            "SELECT seq, ts_ms, type, payload FROM messages WHERE correlation_id = ? "
-            "AND type = 'job.event' ORDER BY seq DESC LIMIT ?",
-            (job_id, TIMELINE_LIMIT),
-        )
-        timeline = []
-        for row in reversed(rows):
-            try:
-                payload = json.loads(row["payload"]) if row["payload"] else {}
-            except ValueError:
-                payload = {}
-            timeline.append(
-                EventRow(
-                    seq=int(payload.get("seq", 0)),
-                    ts=_ts(int(row["ts_ms"])),
-                    job_id=job_id,
-                    event=str(payload.get("event", "?")),
-                    detail=event_detail(payload),
-                )
-            )
+        timeline = [
+            timeline_row(job_id, entry) for entry in self.reads.job_timeline(job_id, TIMELINE_LIMIT)
+        ]
         return JobDetail(
             record=job.to_dict(),
             why_text=why,
@@ -540,7 +368,7 @@ class RegistrySource:
         holder = self._room_lock.acquire()
         self.registry.bus.publish(
             Outgoing(
-                type="control.started",
+                type=MessageType.CONTROL_STARTED,
                 from_agent=CONTROL_AGENT,
                 payload={"pid": os.getpid(), "state_dir": str(self.settings.state_dir)},
             )
@@ -558,7 +386,8 @@ class RegistrySource:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
         a line for the user only when the pass changed something."""
         report = self.orchestrator.reconcile()
-        moved = [r.job_id for r in self.review_service.flow.follow_jobs() if r.state == "IN_REVIEW"]
+        followed = self.review_service.flow.follow_jobs()
+        moved = [r.job_id for r in followed if r.state == ReviewState.IN_REVIEW]
         in_review = self.review_service.ready_for_review()
         # whichever process brought them up (this pass, the supervisor, a command)
         seen = self._seen_in_review if self._seen_in_review is not None else set(in_review)

@@ -18,18 +18,20 @@ from app.tmux.attach import AttachCommand
 from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
-from registry.vocabulary import Answer
+from registry.vocabulary import Activity, Answer, JobStatus, SessionStatus
+from registry.wording import counted
 
 if TYPE_CHECKING:
     from registry.needs_you import Signal
 
-JobStatus = Literal["pending", "running", "completed", "error", "cancelled"]
-SessionState = Literal["running", "stopped", "terminated", "archived"]
 Liveness = Literal["ok", "WARN", "STALE", "DEAD", "unknown", "idle"]
 BrokerState = Literal["connected", "reconnecting", "standby", "none"]
 StopMode = Literal["graceful", "soft", "hard"]
+Severity = Literal["information", "warning", "error"]
+"""How a notice is shown (Textual's SeverityLevel; this module imports no Textual)."""
+SessionState = SessionStatus
 
-JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running", "completed", "error", "cancelled")
+JOB_STATUSES: tuple[JobStatus, ...] = tuple(JobStatus)
 STOP_MODES: tuple[StopMode, ...] = ("graceful", "soft", "hard")
 
 # What a source may raise for an unhealthy store or transport (locked or corrupt
@@ -77,14 +79,14 @@ class JobRow:
     def state(self) -> str:
         """The one word shown for the job: its activity while it runs (`waiting` for a
         permission answer, `working`, `idle`, `interrupted`…), its status otherwise."""
-        if self.status != "running":
+        if self.status != JobStatus.RUNNING:
             return self.status
         if self.waiting_permission:
-            return "waiting"
-        return self.activity or "running"
+            return Activity.WAITING
+        return self.activity or JobStatus.RUNNING
 
 
-LIVE_ORDER: Mapping[str, int] = {"running": 1, "pending": 2}
+LIVE_ORDER: Mapping[str, int] = {JobStatus.RUNNING: 1, JobStatus.PENDING: 2}
 FINISHED_GROUP = 3
 
 
@@ -100,6 +102,20 @@ def row_order(job: JobRow) -> tuple[int, float, str]:
     if group is None:
         return (FINISHED_GROUP, -created, job.job_id)
     return (group, created, job.job_id)
+
+
+def waiting_after(
+    waiting: Mapping[str, JobRow], delta: Delta
+) -> tuple[dict[str, JobRow], tuple[JobRow, ...]]:
+    """The jobs waiting on a person once ``delta`` is applied: by id, and in table order
+    (what the main screen's panel and the inbox list)."""
+    now = {job_id: job for job_id, job in waiting.items() if job_id not in delta.removed_job_ids}
+    for job in delta.jobs:
+        if job.waiting_permission:
+            now[job.job_id] = job
+        else:
+            now.pop(job.job_id, None)
+    return now, tuple(sorted(now.values(), key=row_order))
 
 
 @dataclass(frozen=True)
@@ -173,6 +189,17 @@ class Resumed:
 
     job_ids: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)  # job id -> why not
+
+    def notices(self) -> list[tuple[str, Severity]]:
+        """What the person is told: those resumed, each refusal, or that there were none."""
+        said: list[tuple[str, Severity]] = []
+        if self.job_ids:
+            back = counted(len(self.job_ids), "interrupted job")
+            said.append((f"Resumed {back}: {', '.join(self.job_ids)}", "information"))
+        said.extend(
+            (f"Could not resume {job_id}: {why}", "error") for job_id, why in self.failed.items()
+        )
+        return said or [("No interrupted job to resume", "information")]
 
 
 @dataclass(frozen=True)

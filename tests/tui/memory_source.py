@@ -29,12 +29,17 @@ from app.tui.source import (
     Snapshot,
     StopMode,
 )
+from registry import states
 from registry.errors import IllegalTransition, JobNotFound, SessionNotFound
 from registry.needs_you import Signal, claim_id
-from registry.vocabulary import Answer
+from registry.vocabulary import Answer, SessionStatus
 
 FIXED_NOW = datetime(2025, 1, 15, 12, 0, 0, tzinfo=UTC)
-STOP_STATES = {"graceful": "stopped", "soft": "archived", "hard": "terminated"}
+STOP_STATES = {
+    "graceful": SessionStatus.STOPPED,
+    "soft": SessionStatus.ARCHIVED,
+    "hard": SessionStatus.TERMINATED,
+}
 ENDED = ("completed", "error", "cancelled")
 AGENT_ANSWERS: dict[str, tuple[Answer, ...]] = {
     "claude": tuple(Answer),
@@ -97,6 +102,7 @@ class InMemorySource:
                     updated_at=now,
                     last_event=event,
                     progress_detail=detail or job.progress_detail,
+                    missing_events=job.missing_events + skip,
                     waiting_permission=waiting,
                     question=detail if waiting else "",
                     state_since=now if waiting or status in ENDED else None,
@@ -121,11 +127,12 @@ class InMemorySource:
         except KeyError:
             raise JobNotFound(f"no job {job_id!r}") from None
 
-    def _move(self, job_id: str, allowed: tuple[str, ...], status: str) -> None:
+    def _move(self, job_id: str, transition: str) -> None:
+        """Move the job as the registry's own state machine does (and refuse as it does,
+        in its words), so the fake cannot allow what the registry refuses."""
         with self.lock:
             job = self._job(job_id)
-            if job.status not in allowed:
-                raise IllegalTransition(f"job {job_id} is {job.status}, cannot become {status}")
+            status = states.next_state(states.JOB, job.status, transition, job_id)
             self.seq += 1
             self._put(replace(job, status=status, updated_at=self.clock()))  # type: ignore[arg-type]
 
@@ -187,7 +194,7 @@ class InMemorySource:
             return JobDetail(record, why, timeline, missing, self.pane_logs.get(job_id))
 
     def cancel(self, job_id: str) -> None:
-        self._move(job_id, ("pending", "running"), "cancelled")
+        self._move(job_id, "cancel")
         with self.lock:  # the row says why, as the registry's does
             job = self.jobs[job_id]
             self.jobs[job_id] = replace(
@@ -203,7 +210,7 @@ class InMemorySource:
                 self.seq += 1
                 self._put(replace(self.jobs[job_id], activity="starting", progress_detail=""))
             return
-        self._move(job_id, ("error", "cancelled"), "pending")
+        self._move(job_id, "resume")
 
     def resume_interrupted(self) -> Resumed:
         with self.lock:
@@ -217,10 +224,12 @@ class InMemorySource:
             if label not in self.sessions:
                 raise SessionNotFound(f"no session {label!r}")
             session = self.sessions[label]
+            # as the orchestrator: a session whose tmux session is gone is terminated
+            vanished = not session.tmux_alive and mode != "hard"
             self.sessions[label] = replace(
                 session,
-                state=STOP_STATES[mode],  # type: ignore[arg-type]
-                tmux_alive=mode == "soft",
+                state=SessionStatus.TERMINATED if vanished else STOP_STATES[mode],
+                tmux_alive=mode == "soft" and session.tmux_alive,
             )
 
     def answer(self, job_id: str, reply: Answer) -> AnswerOutcome:
@@ -264,7 +273,7 @@ class InMemorySource:
             if job.status != "running" and job_id not in self.kept_panes:
                 raise AgentNotStarted(f"job {job_id} has no live agent pane to send to")
             if job.status == "completed":
-                self._move(job_id, ("completed",), "running")
+                self._move(job_id, "follow_up")
             self.inputs.append((job_id, text))
             self.emit(job_id, "input", f"{len(text)} characters from the control room")
         return len(text)
@@ -325,7 +334,6 @@ def demo_source(clock: Callable[[], datetime] | None = None) -> InMemorySource:
             source.emit(job_id, event, detail)
     # a gap in 5f4e3d2c's sequence: two events never arrived
     source.emit("5f4e3d2c", "progress", "refactor 4/5", skip=2)
-    source.jobs["5f4e3d2c"] = replace(source.jobs["5f4e3d2c"], missing_events=2)
     source.cancel("9e8d7c6b")
     for job_id, activity in (("3fa2c1d0", "working"), ("5f4e3d2c", "idle")):
         source.jobs[job_id] = replace(source.jobs[job_id], activity=activity)

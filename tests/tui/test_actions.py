@@ -8,7 +8,6 @@ from unittest.mock import PropertyMock, patch
 
 from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
-from textual.screen import Screen
 from textual.widgets import DataTable, Input, RadioSet
 
 from app.tui.app import ControlRoomApp
@@ -16,6 +15,7 @@ from app.tui.commands import COMMANDS
 from app.tui.screens.confirm import ConfirmScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
+from app.tui.screens.job_commands import JobCommands
 from app.tui.screens.job_detail import JobDetailScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.new_job import NewJobScreen
@@ -99,9 +99,12 @@ async def test_illegal_resume_shows_an_error_and_keeps_running(
         select(app, "0a1b2c3d")  # errored in the table, completed in the source meanwhile
         fake.jobs["0a1b2c3d"] = replace(fake.jobs["0a1b2c3d"], status="completed")
         await pilot.press("r")
-        await wait_until(pilot, lambda: any("cannot become" in n for n in notices(app)))
-        said = next(n for n in notices(app) if "cannot become" in n)
-        assert said == "Could not resume: job 0a1b2c3d is completed, cannot become pending"
+        await wait_until(pilot, lambda: any("cannot resume" in n for n in notices(app)))
+        said = next(n for n in notices(app) if "cannot resume" in n)
+        assert said == (  # the registry's own words: the fake moves jobs by its state machine
+            "Could not resume: job 0a1b2c3d: cannot resume from completed "
+            "(resume applies to: error, cancelled)"
+        )
         assert app.is_running
 
 
@@ -362,7 +365,7 @@ async def test_clicking_a_row_opens_it(make_app: AppFactory) -> None:
         assert app.screen.job_id == ROWS[1]  # type: ignore[attr-defined]
 
 
-class SelectingScreen(Screen[None]):
+class SelectingScreen(JobCommands):
     """A screen that selects jobs, whose selection must not be read to check a key."""
 
     @property

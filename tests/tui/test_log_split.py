@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.tui.app import ControlRoomApp
+from app.tui.messages import LogPath
 from tests.tui.fake_source import FakeSource
 from tests.tui.tui_helpers import loaded, notices, select, wait_until
 
@@ -60,11 +61,11 @@ async def test_a_log_path_found_too_late_does_not_reopen_the_split(make_app: App
         await pilot.press("l")
         await wait_until(pilot, lambda: app.main.log_open)
         await pilot.press("l")
-        app.post_message(ControlRoomApp.LogPath("3fa2c1d0", None))  # the late answer
+        app.post_message(LogPath("3fa2c1d0", None))  # the late answer
         await pilot.pause()
         assert not app.main.log_open
         await pilot.press("l")
         await wait_until(pilot, lambda: app.main.log_open)
-        app.post_message(ControlRoomApp.LogPath("c4d5e6f7", None))  # for a job not wanted
+        app.post_message(LogPath("c4d5e6f7", None))  # for a job not wanted
         await pilot.pause()
         assert app.main.query_one("#log-tail").border_title == "pane log · 3fa2c1d0"

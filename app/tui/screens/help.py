@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
 from app.tui.commands import COMMANDS, NAVIGATION, Command
@@ -45,6 +46,21 @@ class HelpScreen(ModalScreen[None]):
         self.own_keys = list(own_keys)
         self.commands = list(commands)
         self.navigation = navigation
+
+    @classmethod
+    def of(
+        cls, screen: Screen[Any], commands: Sequence[Command], *, navigation: bool
+    ) -> HelpScreen:
+        """The help for ``screen``: its own shown keys (app.* ones, such as esc and the
+        inbox's y/n/a, are commands: listed once, with ``commands``)."""
+        own = [
+            binding
+            for binding in screen.BINDINGS
+            if isinstance(binding, Binding)
+            and binding.show
+            and not binding.action.startswith("app.")
+        ]
+        return cls(own, commands, navigation=navigation)
 
     def compose(self) -> ComposeResult:
         with Vertical():

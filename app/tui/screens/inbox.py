@@ -12,12 +12,12 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import CellDoesNotExist
 
 from app.tui.commands import BACK, ROW_BINDINGS, screen_keys
 from app.tui.safe_text import as_text
+from app.tui.screens.job_commands import JobCommands
 from app.tui.source import JobRow
 from app.tui.widgets.inbox_panel import QUESTION_CHARS, question_of, waited
 from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
@@ -43,7 +43,7 @@ class WaitingTable(DataTable[Text]):
     BINDINGS = ROW_BINDINGS
 
 
-class InboxScreen(Screen[None]):
+class InboxScreen(JobCommands):
     """Its rows come from the main screen (which keeps applying deltas underneath),
     so it never reads the registry itself."""
 
@@ -114,13 +114,28 @@ class InboxScreen(Screen[None]):
         job = self._row(self.selected_job_id)
         return job.agent_session if job is not None else None
 
+    def offers_job_commands(self) -> bool:
+        """An empty inbox: esc, ? and q are all its footer offers."""
+        return bool(self.rows)
+
+    def offers(self, action: str) -> bool:
+        """The inbox is for answering: its footer keeps to that (80 columns), and
+        without a waiting job there is nothing to answer or move to."""
+        if action in ("inbox", "new_job", "filter"):
+            return False
+        return bool(self.rows) or action not in ("answer", "next_waiting")
+
+    def action_toggle_log(self) -> None:
+        """`l`: hide the agent's screen, or show it again."""
+        self.toggle_screen()
+
     def on_mount(self) -> None:
         table = self.query_one("#waiting", DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
-        main = self.app.main  # type: ignore[attr-defined]
-        self.watch(main, "waiting_rows", self._rows_changed)
-        self.watch(main, "answering", self._answering_changed)
+        # the jobs reactive the main screen is bound to: the app's own
+        self.watch(self.app, "waiting_rows", self._rows_changed)
+        self.watch(self.app.main, "answering", self._answering_changed)  # type: ignore[attr-defined]
         self.set_interval(TICK_S, self._tick)
         self.query_one("#asked", Static).border_title = "asks"
         self.query_one("#waiting", DataTable).border_title = "waiting on you"

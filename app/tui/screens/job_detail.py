@@ -13,21 +13,22 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from app.tui.commands import BACK
 from app.tui.safe_text import as_text, visible
+from app.tui.screens.job_commands import JOB_COMMANDS, JobCommands
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, JobDetail, JobNotFound
 from app.tui.widgets.pane_tail import PaneTail
 from app.tui.widgets.theme import look_of, look_style, theme_style
+from registry.vocabulary import Activity, EventType, JobStatus
 from registry.wording import counted
 
 REFRESH_INTERVAL_S = 0.5
 
 
-class JobDetailScreen(Screen[None]):
+class JobDetailScreen(JobCommands):
     """Refreshes itself from the source while open; if the job is deleted it
     says so and stays open (showing the last record it saw)."""
 
@@ -39,7 +40,9 @@ class JobDetailScreen(Screen[None]):
     """
 
     # enter steps into the job's agent here too (the timeline's own enter would not)
-    BINDINGS = [BACK, Binding("enter", "app.attach_job", "Attach", show=False, priority=True)]
+    BINDINGS = [BACK, Binding("enter", "attach_job", "Attach", show=False, priority=True)]
+    JOB_COMMANDS = JOB_COMMANDS - {"sort", "open_job"}
+    """A job's page acts on its job; sorting and opening a page are the lists'."""
 
     detail: reactive[JobDetail | None] = reactive(None, init=False)
     """The latest detail read from the source (None until the first read)."""
@@ -70,6 +73,10 @@ class JobDetailScreen(Screen[None]):
     @property
     def selected_session(self) -> str | None:
         return str(self.detail.record.get("agent_session")) if self.detail else None
+
+    def action_toggle_log(self) -> None:
+        """`l`: show or hide the tail of the job's pane log."""
+        self.query_one("#detail-tail").toggle_class("-hidden")
 
     def compose(self) -> ComposeResult:
         yield Static(as_text(f"job {self.job_id}", "bold"), id="title")
@@ -158,9 +165,10 @@ class JobDetailScreen(Screen[None]):
         record = detail.record
         status = str(record.get("status", ""))
         activity = record.get("activity")
-        if status == "running" and record.get("last_event") == "permission_required":
-            return "waiting"  # asked through its own event (Job.waiting)
-        if status == "running" and isinstance(activity, Mapping) and activity.get("activity"):
+        running = status == JobStatus.RUNNING
+        if running and record.get("last_event") == EventType.PERMISSION_REQUIRED:
+            return Activity.WAITING  # asked through its own event (Job.waiting)
+        if running and isinstance(activity, Mapping) and activity.get("activity"):
             return str(activity["activity"])
         return status or "unknown"
 
@@ -179,13 +187,13 @@ class JobDetailScreen(Screen[None]):
         screen, bound here too)."""
         state, status = self._state(detail), str(detail.record.get("status", ""))
         keys: list[tuple[str, str]] = []
-        if status == "running":
+        if status == JobStatus.RUNNING:
             keys += [("⏎", "step into its pane"), ("i", "talk to it"), ("c", "cancel")]
-        elif status in ("error", "cancelled"):
+        elif status in (JobStatus.ERROR, JobStatus.CANCELLED):
             keys += [("r", "resume")]
-        elif status == "pending":
+        elif status == JobStatus.PENDING:
             keys += [("c", "cancel")]
-        if state == "waiting":
+        if state == Activity.WAITING:
             keys.insert(0, ("y", "answer yes"))
         if detail.worktree:
             keys.append(("v", "review its diff"))

@@ -14,7 +14,6 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.notifications import Notification
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input
@@ -23,24 +22,28 @@ from app.tui.commands import COMMANDS, SCREEN_BINDINGS, command_named, commands_
 from app.tui.notices import toast, withdraw
 from app.tui.safe_text import as_text
 from app.tui.screens.inbox import InboxScreen
-from app.tui.source import Delta, JobRow, SessionRow, Snapshot, row_order
+from app.tui.screens.job_commands import JOB_COMMANDS, JobCommands
+from app.tui.screens.sort import SortScreen
+from app.tui.source import Delta, JobRow, SessionRow, Snapshot
 from app.tui.widgets.event_stream import EventStream
 from app.tui.widgets.header_bar import HeaderBar
 from app.tui.widgets.inbox_panel import InboxPanel, question_of
 from app.tui.widgets.jobs_table import JobsTable
 from app.tui.widgets.pane_tail import PREVIEW_BYTES, PaneTail
 from app.tui.widgets.sessions_panel import SessionsPanel
+from registry.vocabulary import JobStatus
 
 W = TypeVar("W", bound=Widget)
 ANNOUNCE_WAIT_S = 2.0
 """How long a new wait's notice waits for the command it is about."""
 
 
-class MainScreen(Screen[None]):
+class MainScreen(JobCommands):
     """Stays at the bottom of the stack, so it keeps applying deltas (and keeps
     its filter) while other screens are on top of it."""
 
     BINDINGS = SCREEN_BINDINGS
+    JOB_COMMANDS = JOB_COMMANDS
 
     snapshot: reactive[Snapshot] = reactive(Snapshot)
     """Totals for the header, replaced on every delta."""
@@ -49,7 +52,8 @@ class MainScreen(Screen[None]):
     waiting_jobs: reactive[int] = reactive(0)
     """How many jobs wait for a permission answer (the header counts them)."""
     waiting_rows: reactive[tuple[JobRow, ...]] = reactive(())
-    """The jobs waiting on a person, in table order (the panel and the inbox list them)."""
+    """The jobs waiting on a person, in table order: the app's, bound down (the panel
+    lists them; the inbox reads the app's own)."""
     answering: reactive[Mapping[str, str]] = reactive(dict)
     """Job id -> how the answer given to it is going, while that is worth saying."""
     problem: reactive[str] = reactive("")
@@ -132,20 +136,8 @@ class MainScreen(Screen[None]):
         for job_id in was_waiting - table.waiting:
             if (notice := self._question_notices.pop(job_id, None)) is not None:
                 withdraw(self.app, notice)
-        waiting = tuple(sorted((table.jobs[job_id] for job_id in table.waiting), key=row_order))
-        if waiting != self.waiting_rows:
-            self.waiting_rows = waiting
-            # "not confirmed" is about a wait: once the job stops waiting it is old news
-            still = {job.job_id for job in waiting}
-            if any(
-                job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()
-            ):
-                self.answering = {
-                    job_id: state
-                    for job_id, state in self.answering.items()
-                    if job_id in still or not state.startswith("⚠")
-                }
-        states = {job.job_id: job.state for job in table.jobs.values() if job.status == "running"}
+        running = (job for job in table.jobs.values() if job.status == JobStatus.RUNNING)
+        states = {job.job_id: job.state for job in running}
         self.activity_counts = dict(Counter(states.values()))
         sessions = self.query_one("#sessions", SessionsPanel)
         if delta.sessions is not None:
@@ -162,6 +154,16 @@ class MainScreen(Screen[None]):
         for job_id in sorted(self._held_questions):
             self._announce(job_id, False)
         return True
+
+    def watch_waiting_rows(self, waiting: tuple[JobRow, ...]) -> None:
+        """ "not confirmed" is about a wait: once the job stops waiting it is old news."""
+        still = {job.job_id for job in waiting}
+        if any(job_id not in still and s.startswith("⚠") for job_id, s in self.answering.items()):
+            self.answering = {
+                job_id: state
+                for job_id, state in self.answering.items()
+                if job_id in still or not state.startswith("⚠")
+            }
 
     def _announce(self, job_id: str, waited: bool) -> None:
         """A job has just started waiting for a permission answer: say so, as it may be
@@ -229,6 +231,22 @@ class MainScreen(Screen[None]):
     def session_labels(self) -> list[str]:
         sessions = self._composed("#sessions", SessionsPanel)
         return sessions.labels if sessions is not None else []
+
+    def offers(self, action: str) -> bool:
+        """Every command of the app applies here."""
+        return True
+
+    def action_sort(self) -> None:
+        """`s`: the sort dialog; the jobs table sorts itself by the column chosen."""
+        table = self.query_one("#jobs", JobsTable)
+        self.app.push_screen(SortScreen(table.sort_column, table.sort_reverse), table.sort_by)
+
+    def action_toggle_log(self) -> None:
+        """`l`: the split tail of the selected job's pane log, or closed if open."""
+        if self.log_wanted is not None:
+            self.hide_log()
+        elif (job_id := self._selected_job()) and self.want_log(job_id):
+            self.room.find_log(job_id)
 
     def _composed(self, selector: str, kind: type[W]) -> W | None:
         """The widget, or None before the screen is composed."""
@@ -332,4 +350,4 @@ class MainScreen(Screen[None]):
     async def _row_chosen(self) -> None:
         """A click on the highlighted row opens the job's page (enter steps into the
         agent: JobsTable's own binding)."""
-        await self.app.run_action("open_job")
+        await self.run_action("open_job")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -13,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label
 
+from app.tui.messages import AgentsFound
 from app.tui.safe_text import visible
 
 
@@ -48,12 +50,16 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
         session: str = "",
         sessions: list[str] = [],  # noqa: B006
         installed: list[str] | None = None,
+        find_installed: Callable[[], list[str]] | None = None,
     ) -> None:
         """`installed`: the agent kinds this machine can run (None: not known yet); the
         first is the default `agent`, else the demo. It was `claude`, which on a machine
-        without it failed the job at once (exit 127)."""
+        without it failed the job at once (exit 127). `find_installed` looks them up
+        (PATH, the adapters: it blocks) when they are not known: the dialog does, in a
+        worker, and says so when they are found."""
         super().__init__()
         self.installed = installed
+        self.find_installed = find_installed
         self.default_agent = agent or (installed[0] if installed else "demo")
         # offered only labels that show as they are (no control or bidi characters)
         self.default_session = session if visible(session) == session else ""
@@ -92,6 +98,15 @@ class NewJobScreen(ModalScreen[NewJobRequest | None]):
 
     def on_mount(self) -> None:
         self.query_one("#prompt", Input).focus()
+        if self.installed is None and self.find_installed is not None:
+            self._find(self.find_installed)
+
+    @work(thread=True, exclusive=True, group="agents", description="Finding installed agents")
+    def _find(self, find_installed: Callable[[], list[str]]) -> None:
+        self.post_message(AgentsFound(find_installed()))  # bubbles on to the app's cache
+
+    def on_agents_found(self, message: AgentsFound) -> None:
+        self.show_installed(message.kinds)
 
     @on(Button.Pressed, "#cancel")
     def _cancelled(self) -> None:

@@ -33,6 +33,7 @@ from app.tui.widgets.diff_view import DiffDocument, DiffView, visible
 from app.tui.widgets.review_files import ReviewFiles
 from app.tui.widgets.theme import theme_style
 from registry.review import ReviewNotFound, ReviewStamp
+from registry.vocabulary import ReviewState
 
 COMMITS_SHOWN = 5
 FOLLOW_S = 1.5  # how often the screen checks whether its review moved (one SQLite read)
@@ -40,6 +41,10 @@ MESSAGE_LINES_SHOWN = 8  # of the changes asked for, in the question before they
 # What reading or acting on a review may raise: the registry's and the bus's
 # errors, git's and tmux's refusals, a missing file. Each becomes a notice.
 ACTION_ERRORS: tuple[type[Exception], ...] = (*SOURCE_ERRORS, GitError, TmuxError)
+
+
+IN_REVIEW_STATES = (ReviewState.IN_REVIEW, ReviewState.APPROVED)
+"""A review a person can still approve or send back."""
 
 
 class ReviewScreen(Screen[None]):
@@ -257,7 +262,7 @@ class ReviewScreen(Screen[None]):
 
     def action_approve(self) -> None:
         state = self._state()
-        if state not in ("IN_REVIEW", "APPROVED"):
+        if state not in IN_REVIEW_STATES:
             self.notify(f"Job {self.job_id} is {state or 'not read yet'}: nothing to approve")
             return
         base = self.loaded.review.base if self.loaded else "its base"
@@ -270,7 +275,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question, "Approve & merge"), confirmed)
 
     def action_request_changes(self) -> None:
-        if self._state() not in ("IN_REVIEW", "APPROVED"):
+        if self._state() not in IN_REVIEW_STATES:
             self.notify(f"Job {self.job_id} is not in review: nothing to send back")
             return
 
