@@ -26,11 +26,11 @@ from registry import states
 from registry.errors import IllegalTransition, InvalidJobInput, RegistryError
 from registry.records import iso_from_ms
 from registry.store import RecordKind, Records, record_dict
-from registry.vocabulary import JobStatus, ReviewState
+from registry.vocabulary import JobStatus, MessageType, ReviewState
 from registry.wording import counted
 
 VERSION_KEY: Final = "review_schema_version"
-REVIEW_STATUS: Final = "review.status"
+REVIEW_STATUS: Final = MessageType.REVIEW_STATUS
 """The bus message announcing a review's move (not one of the registry's reserved
 ``MessageType``s: ``registry/bus_types.py`` does not reserve ``review.``)."""
 LIVE: Final = (

@@ -108,6 +108,9 @@ class MessageType(StrEnum):
     JOB_USAGE = "job.usage"
     """The tokens of one model message of a job's agent, read from its transcript."""
     SESSION_STATUS = "session.status"
+    REVIEW_STATUS = "review.status"
+    """A work-tree job's review moved (``registry/review.py``): a forged one would
+    show a review as approved."""
     QUEUE_NUDGE = "queue.nudge"
     CONTROL_STARTED = "control.started"
     """A control room started (the history counts restarts)."""

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-APPROVALS_ENV = "ORCHESTRATE_APPROVALS"
-APPROVAL_WAIT_ENV = "ORCHESTRATE_APPROVAL_WAIT_SEC"
+from app.settings import APPROVAL_WAIT_ENV, APPROVALS_ENV, HOME_ENV, JOB_ENV
+
 BUSY_TIMEOUT_MS = 2000
 MAX_PAYLOAD_BYTES = 1024 * 1024
 
@@ -61,7 +61,7 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
     from registry.jobs import Registry
 
     adapter = built_in(kind)
-    state_dir, job_id = env.get("ORCHESTRATE_HOME"), env.get("ORCHESTRATE_JOB")
+    state_dir, job_id = env.get(HOME_ENV), env.get(JOB_ENV)
     if adapter is None or not state_dir or not job_id:
         return None
     event = event_name(payload)
@@ -93,7 +93,7 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
 
 def log_failure(env: Mapping[str, str], kind: str) -> None:
     """Keep what went wrong where a person can find it, never on the agent's screen."""
-    state_dir, job_id = env.get("ORCHESTRATE_HOME"), env.get("ORCHESTRATE_JOB")
+    state_dir, job_id = env.get(HOME_ENV), env.get(JOB_ENV)
     if not state_dir or not job_id or not job_id.isalnum():
         return
     try:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from app.agents import adapter_for
 from app.agents.env import pane_environment
-from app.agents.hook import APPROVAL_WAIT_ENV, APPROVALS_ENV
 from app.control import launch
 from app.control.context import ControlContext
 from app.control.errors import AgentNotStarted, UnknownAgent
 from app.control.panes import PaneControl
 from app.control.sessions import SessionControl
 from app.review.worktree import WorktreePlan, prepare_worktree
+from app.settings import APPROVAL_WAIT_ENV, APPROVALS_ENV
 from app.supervision import supervisor
 from app.supervision.reconcile import ReconcileReport
 from app.tmux.errors import PaneNotFound, TmuxError

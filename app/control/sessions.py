@@ -12,6 +12,7 @@ from app.agents import adapter_for
 from app.agents.env import pane_environment
 from app.control import launch
 from app.control.context import ControlContext
+from app.settings import JOB_ENV
 from app.tmux.errors import InvalidStopMode
 from app.tmux.names import session_name_for
 from registry import states
@@ -173,7 +174,7 @@ class SessionControl:
                     token=None,
                     tmux_socket=driver.socket_name,
                 )
-                env.pop("ORCHESTRATE_JOB", None)
+                env.pop(JOB_ENV, None)
                 driver.resume(label, argv, env, log_path, start_directory=session.workdir)
             else:
                 driver.ensure_session(label, start_directory=session.workdir)

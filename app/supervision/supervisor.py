@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import orchestrate_command
-from app.settings import Settings
+from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
 from app.supervision.reconcile import ReconcileReport
 from registry.vocabulary import Activity
 
@@ -88,8 +88,8 @@ def ensure_started(state_dir: Path, tmux_socket: str) -> bool:
         return False
     log_path = state_dir / "logs" / "supervisor.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "ORCHESTRATE_TMUX_SOCKET": tmux_socket}
-    for secret in ("ORCHESTRATE_JOB_TOKEN", "MQTT_PASSWORD", "ORCHESTRATE_JOB"):
+    env = {**os.environ, TMUX_SOCKET_ENV: tmux_socket}
+    for secret in (JOB_TOKEN_ENV, "MQTT_PASSWORD", JOB_ENV):
         env.pop(secret, None)
     argv = [*orchestrate_command(), "--state-dir", str(state_dir), "supervise"]
     with log_path.open("a", encoding="utf-8") as log:

@@ -135,7 +135,7 @@ def event_row(message: Message) -> EventRow | None:
         return timeline_row(job_id, TimelineEvent(message.seq, message.ts_ms, payload))
     reason = str(payload.get("reason", ""))
     # a work-tree job's review moved (registry/review.py's type: not in the vocabulary yet)
-    if message.type == "review.status" and payload.get("to"):
+    if message.type == MessageType.REVIEW_STATUS and payload.get("to"):
         detail = f"{payload.get('from') or 'new'} → {payload.get('to')}: {reason}"
         return EventRow(seq=0, ts=_ts(message.ts_ms), job_id=job_id, event="review", detail=detail)
     if message.type == MessageType.JOB_STATUS and not moved_by_agent(reason):

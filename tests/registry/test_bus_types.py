@@ -85,3 +85,14 @@ def test_submits_wait_drops_forged_bus_events(tmp_path: Path) -> None:
     wait_on_bus(registry.bus, waiter, after_seq=after, on_event=lambda e, v: seen.append(e.detail))
     assert seen == ["the real end"]
     assert waiter.exit_code == 1
+
+
+def test_a_review_move_cannot_be_forged(tmp_path: Path) -> None:
+    """review.status says a work-tree job's review moved (approved, merged): a
+    sender's message of that type, or a look-alike, is refused like job.*."""
+    bus = Registry.open(tmp_path).bus
+    before = bus.latest_seq()
+    for kind in ("review.status", " Review.Status", "review.anything"):
+        with pytest.raises(ReservedMessage, match="reserved"):
+            send(bus, Outgoing(type=kind, from_agent="w"))
+    assert bus.latest_seq() == before
