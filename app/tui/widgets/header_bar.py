@@ -9,6 +9,7 @@ from textual.widget import Widget
 from app.tui.safe_text import visible
 from app.tui.source import JOB_STATUSES, Snapshot
 from app.tui.widgets.theme import ACTIVITY_ORDER, look_of, look_style, theme_style
+from registry.vocabulary import JobStatus
 
 BROKER_COLOURS = {
     "connected": "success",
@@ -45,11 +46,11 @@ class HeaderBar(Widget):
             count = self.snapshot.counts.get(status, 0)
             if not count:  # a zero is noise: the states present are what matters
                 continue
-            if status == "running" and self._append_activities(text):
+            if status == JobStatus.RUNNING and self._append_activities(text):
                 continue
             text.append(f" {look_of(status).glyph} {status} ", look_style(self.app, status))
             text.append(str(count), theme_style(self.app, "foreground", bold=True))
-            if status == "completed" and self.snapshot.in_review:
+            if status == JobStatus.COMPLETED and self.snapshot.in_review:
                 text.append(" in review ", theme_style(self.app, "accent", bold=True))
                 text.append(
                     str(self.snapshot.in_review), theme_style(self.app, "accent", bold=True)

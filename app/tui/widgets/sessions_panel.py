@@ -11,6 +11,7 @@ from app.tui.commands import NAVIGATION_BINDINGS
 from app.tui.safe_text import as_text, visible
 from app.tui.source import SessionRow
 from app.tui.widgets.theme import LIVENESS_COLOURS, look_of, look_style, theme_style
+from registry.vocabulary import Activity
 
 COLUMNS = (
     ("label", "session"),
@@ -63,7 +64,7 @@ class SessionsPanel(DataTable[object]):
         """Every running job of the session, each with its state's glyph and colour,
         those waiting for a person first: `⚠ 7b0e99a1 ● 3fa2c1d0 +1`."""
         job_ids = list(session.jobs) or ([session.current_job] if session.current_job else [])
-        job_ids.sort(key=lambda job_id: self.job_states.get(job_id) != "waiting")
+        job_ids.sort(key=lambda job_id: self.job_states.get(job_id) != Activity.WAITING)
         cell = Text(end="")
         for job_id in job_ids[:JOBS_SHOWN]:
             state = self.job_states.get(job_id, "running")
