@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from app.orchestration import Orchestrator
 from memory_source import FIXED_NOW, InMemorySource
 
+from app.control import Orchestrator
 from app.settings import Settings
 from app.tui.registry_source import RegistrySource
 from app.tui.source import SOURCE_ERRORS, ControlRoomSource, Delta, JobRow, SessionRow

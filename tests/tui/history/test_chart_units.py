@@ -7,10 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from history_fixture import FIRST_HOUR, aggregate_rows, write_history
 
 from app.tui.widgets.history_charts import build_charts, duration_unit
 from registry.history.reader import load_history
+from tests.tui.history.history_fixture import FIRST_HOUR, aggregate_rows, write_history
 
 HOUR_MS = 3_600_000
 
