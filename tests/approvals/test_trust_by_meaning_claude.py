@@ -1,0 +1,73 @@
+"""Claude Code 2.1.332's folder-trust dialog (no numbers, the marker on "No, exit":
+Enter exits), answered yes by meaning with the real CLI against the scripted model
+server: the marker is moved to "Yes, I trust this folder", checked, then confirmed.
+Skipped where 2.1.332 is not in the agent cache (scripts/setup-agents --latest)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.control import Orchestrator
+from registry.records import Job
+from tests.agents.conftest import ServeModel, serve_model
+from tests.agents.fake_models.script import Script
+from tests.agents.sandbox import claude
+from tests.approvals.conftest import orch, tmux_socket, workdir
+
+__all__ = ["orch", "serve_model", "tmux_socket", "workdir"]
+
+pytestmark = pytest.mark.agents
+
+VERSION = "2.1.332"
+CACHE = Path.home() / ".cache" / "orchestrate" / "agents" / "@anthropic-ai"
+CLI = CACHE / f"claude-code@{VERSION}" / "node_modules" / ".bin" / "claude"
+
+
+def supervise_until(
+    orch: Orchestrator, job_id: str, holds: Callable[[Job], bool], what: str
+) -> Job:
+    """Supervision passes until the job's record satisfies ``holds``."""
+    deadline = time.monotonic() + 40
+    while True:
+        orch.reconcile()
+        job = orch.registry.get(job_id)
+        if holds(job):
+            return job
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {job.activity}"
+        time.sleep(0.2)
+
+
+def test_the_new_trust_dialog_is_answered_yes_by_meaning(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
+) -> None:
+    if not CLI.exists():
+        pytest.skip(f"Claude Code {VERSION} is not in the agent cache")
+    from tests.agents.agent_cases import AGENTS
+
+    work = tmp_path / "new-worktree"
+    work.mkdir()
+    model = serve_model(AGENTS["claude"].api(), Script.shell_then_reply("touch done.txt", "Done."))
+    run = claude(tmp_path / "claude", work, model.base_url)
+    config = Path(run.env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+    config.write_text(json.dumps({"hasCompletedOnboarding": True}), encoding="utf-8")  # untrusted
+    argv = [str(CLI), *run.argv[1:]]
+    job = orch.submit(
+        "create done.txt", "claude", "trust", agent_cmd=argv, env=run.env, workdir=work
+    )
+
+    supervise_until(orch, job.job_id, lambda j: j.waiting, "the trust dialog")
+    pane = orch.pane_for_job(job.job_id)
+    assert pane is not None
+    assert "\u276f No, exit" in "\n".join(orch.driver.capture(pane, 40))
+
+    answered = orch.answer(job.job_id, "yes")
+    assert answered.how == "meaning: Down Enter (Yes, I trust this folder)"
+    trusted = json.loads(config.read_text(encoding="utf-8"))["projects"][str(work.resolve())]
+    assert trusted["hasTrustDialogAccepted"] is True
+    assert orch.driver.pane_alive(pane)  # yes did not exit Claude, as Enter alone would
+    orch.stop_agent(orch.registry.get(job.job_id), grace_sec=2)
