@@ -18,7 +18,7 @@ from registry.vocabulary import Answer
 
 MARKER_SEC = 1.0
 """How long the marker has to arrive after the arrows (a redraw takes a frame or two)."""
-POLL_SEC = 0.03
+POLL_SEC = 0.01
 
 ReadScreen = Callable[[], Sequence[str]]
 SendKeys = Callable[[Sequence[str]], None]

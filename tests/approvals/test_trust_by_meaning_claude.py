@@ -42,6 +42,15 @@ def supervise_until(
         time.sleep(0.2)
 
 
+def trusted(config: Path, work: Path) -> bool:
+    """Claude's own record that it trusts ``work`` (written once the dialog is answered)."""
+    try:
+        projects = json.loads(config.read_text(encoding="utf-8")).get("projects", {})
+    except ValueError:  # caught mid-write
+        return False
+    return bool(projects.get(str(work.resolve()), {}).get("hasTrustDialogAccepted"))
+
+
 def test_the_new_trust_dialog_is_answered_yes_by_meaning(
     orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
@@ -67,7 +76,9 @@ def test_the_new_trust_dialog_is_answered_yes_by_meaning(
 
     answered = orch.answer(job.job_id, "yes")
     assert answered.how == "meaning: Down Enter (Yes, I trust this folder)"
-    trusted = json.loads(config.read_text(encoding="utf-8"))["projects"][str(work.resolve())]
-    assert trusted["hasTrustDialogAccepted"] is True
+    deadline = time.monotonic() + 10
+    while not trusted(config, work):  # Claude writes it just after the dialog goes
+        assert time.monotonic() < deadline, "Claude never recorded the folder as trusted"
+        time.sleep(0.1)
     assert orch.driver.pane_alive(pane)  # yes did not exit Claude, as Enter alone would
     orch.stop_agent(orch.registry.get(job.job_id), grace_sec=2)
