@@ -3,7 +3,9 @@ test of answers by meaning: the arrow keys move the marker, Enter chooses and
 leaves the list (printing ``chosen: <option>``). ``--stuck``: the marker never
 moves (a dialog that ignores the arrows).
 
-Usage: python selection_list.py [--stuck] OPTION OPTION…
+Usage: python selection_list.py [--stuck] OPTION OPTION… [--anything-else …]
+(the words from the first other ``--`` on are ignored: an adapter's own arguments).
+The question is Claude Code's, so that its screen rule sees a trust dialog.
 """
 
 from __future__ import annotations
@@ -25,12 +27,24 @@ def paint(lines: list[str]) -> None:
 def draw(options: list[str], selected: int) -> None:
     """The whole dialog."""
     marked = [(f" {MARKER} " if i == selected else "   ") + text for i, text in enumerate(options)]
-    paint([" Is this a folder you trust?", "", *marked, "", " Enter to confirm · Esc to cancel"])
+    paint(
+        [
+            " Quick safety check: Is this a project you created or one you trust?",
+            "",
+            *marked,
+            "",
+            " Enter to confirm · Esc to cancel",
+        ]
+    )
 
 
 def main(argv: list[str]) -> None:
     stuck = "--stuck" in argv
-    options = [word for word in argv if word != "--stuck"]
+    options: list[str] = []
+    for word in (word for word in argv if word != "--stuck"):
+        if word.startswith("--"):
+            break
+        options.append(word)
     selected = 0
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)

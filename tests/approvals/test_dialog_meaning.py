@@ -81,6 +81,22 @@ DIALOGS: list[tuple[Path, tuple[str, ...], int, dict[Answer, tuple[str, ...] | s
         {YES: (), ALWAYS: ("Down",), NO: ("Down", "Down")},
     ),
     (
+        RUNS / "codex/dialog_shell_command.txt",
+        (
+            "Yes, proceed (y)",
+            "Yes, and don't ask again for commands that start with `touch done.txt` (p)",
+            "No, and tell Codex what to do differently (esc)",
+        ),
+        0,
+        {YES: (), ALWAYS: ("Down",), NO: ("Down", "Down")},
+    ),
+    (
+        RUNS / "gemini/dialog_shell_command.txt",
+        GEMINI,
+        0,
+        {YES: (), ALWAYS: ("Down",), NO: ("Down", "Down")},
+    ),
+    (
         SCREENS / "codex/firstrun_1.txt",
         ("Trust and continue", "Back to Agent Command Center"),
         0,

@@ -16,11 +16,12 @@ import pytest
 from app.approvals.dialog import read_dialog
 from app.approvals.errors import UnrecognisedDialog
 from app.approvals.selection import answer_by_meaning
+from app.control import Orchestrator
 from app.tmux.driver import TmuxDriver
 from registry.vocabulary import Answer
-from tests.control.conftest import tmux_socket
+from tests.approvals.conftest import orch, tmux_socket, workdir
 
-__all__ = ["tmux_socket"]
+__all__ = ["orch", "tmux_socket", "workdir"]
 
 SCRIPT = Path(__file__).with_name("selection_list.py")
 TRUST = ["No, exit", "Yes, I trust this folder"]
@@ -92,3 +93,31 @@ def test_a_marker_that_does_not_move_is_never_confirmed(
     assert "chosen:" not in screen
     dialog = read_dialog(driver.capture(pane, 40))
     assert dialog is not None and dialog.marked.text == "No, exit"
+
+
+def test_orchestrate_answer_presses_nothing_on_a_dialog_it_does_not_recognise(
+    orch: Orchestrator, workdir: Path
+) -> None:
+    """The whole path: a Claude job whose screen rule sees its trust question over
+    options in German. `answer yes` refuses in one line naming them; the list keeps
+    its marker where it was."""
+    argv = [sys.executable, str(SCRIPT), "Ja, ich vertraue diesem Ordner", "Nein, beenden"]
+    job = orch.submit("hallo", "claude", "german", agent_cmd=argv, workdir=workdir)
+    deadline = time.monotonic() + 20
+    while not orch.registry.get(job.job_id).waiting:
+        assert time.monotonic() < deadline, "the dialog was never seen as a question"
+        orch.reconcile()
+        time.sleep(0.1)
+    with pytest.raises(
+        UnrecognisedDialog,
+        match=r"^I don't recognise this dialog: options seen: "
+        r"'Ja, ich vertraue diesem Ordner', 'Nein, beenden'",
+    ):
+        orch.answer(job.job_id, "yes")
+    pane = orch.pane_for_job(job.job_id)
+    assert pane is not None
+    time.sleep(0.3)
+    dialog = read_dialog(orch.driver.capture(pane, 40))
+    assert dialog is not None and dialog.marked.text == "Ja, ich vertraue diesem Ordner"
+    assert orch.registry.get(job.job_id).waiting
+    orch.cancel(job.job_id, grace_sec=1)
