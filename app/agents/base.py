@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 from app.agents.screen import ScreenRule
@@ -116,6 +117,13 @@ class AgentAdapter:
     done_when: DoneWhen = "exit"
     keys: Keys = Keys()
     screen_rules: tuple[ScreenRule, ...] = ()
+    selection_list: bool = False
+    """Its dialogs are lists with a selection marker: an answer moves the marker to
+    the option that means it, checks it there, then confirms (app/approvals/meaning.py)
+    instead of typing ``keys``, whose meaning changes with the options on screen."""
+    answer_words: Mapping[str, Answer | None] = MappingProxyType({})
+    """Phrases of its options and what they mean, read before the generic words;
+    None for an option orchestrate never chooses."""
     tested_versions: TestedVersions | None = None
     """The agent versions its keys, hooks and screen rules are tested on (pinned … the
     newest that passed CI's drift run); doctor and submit warn outside them."""

@@ -51,6 +51,8 @@ class Claude(AgentAdapter):
     has_hooks = True
     resumable = True
     keys = NUMBERED_MENU  # Claude: 2 switches the session to accept-edits
+    # 2.1.332's trust dialog has no numbers and starts on "No, exit": answered by meaning.
+    selection_list = True
     tested_versions = TestedVersions("2.1.197", "2.1.197")
     screen_rules = (
         ScreenRule(

@@ -7,6 +7,7 @@ import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from app.agents.base import (
@@ -23,7 +24,7 @@ from app.agents.base import (
 from app.agents.screen import ScreenRule
 from app.agents.versions import TestedVersions
 from registry.activity import AGENT_NAMES, Observation
-from registry.vocabulary import Activity
+from registry.vocabulary import Activity, Answer
 
 APP_SERVER_SOCKET = "codex-app-server.sock"
 
@@ -39,6 +40,9 @@ class Codex(AgentAdapter):
     # y runs at once; p writes a prefix rule ("don't ask again"); Esc declines
     # and interrupts the turn. C-d on an empty prompt exits.
     keys = Keys(yes=("y",), no=("Escape",), always=("p",), interrupt=("Escape",), exit=("C-d",))
+    answer_words = MappingProxyType(
+        {"back to agent command center": Answer.NO, "continue without trusting": Answer.NO}
+    )
     tested_versions = TestedVersions("0.169.0", "0.171.0")
     screen_rules = (
         ScreenRule(

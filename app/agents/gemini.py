@@ -8,6 +8,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from app.agents.base import (
@@ -91,6 +92,8 @@ class Gemini(AgentAdapter):
     has_hooks = True
     resumable = True
     keys = NUMBERED_MENU
+    # Never chosen: a permanent policy file, and trust for every sibling folder.
+    answer_words = MappingProxyType({"for all future sessions": None, "trust parent folder": None})
     tested_versions = TestedVersions("0.61.0", "0.61.0")
     screen_rules = (
         ScreenRule(

@@ -10,6 +10,10 @@ node) answers, and the agent moves on. The whole path is in this folder:
   (Claude's permission hook, Codex's app-server requests); the record itself is
   the registry's (``registry/decisions.py``);
 * ``keys.py``: the fallback, the agent's own keys typed into its dialog;
+* ``dialog.py``, ``meaning.py``, ``selection.py``: for agents whose dialogs are
+  selection lists, the fallback by meaning: the options and marker read from the
+  screen, the option meaning the answer chosen, the marker checked before Enter,
+  and nothing pressed for a dialog it does not recognise;
 * ``confirm.py``: the one confirmation that the agent took the answer.
 
 What stays with each agent is its own: the keys and screen rules in its

@@ -4,7 +4,8 @@ the control room's y/n/a and its inbox alike.
 1. the question (question.py): refused unless the job waits on one now, and
    unless its agent takes this answer: checked once;
 2. the way in: a structured decision where the agent waits for one
-   (decision.py), else its own keys, typed only while its dialog shows (keys.py);
+   (decision.py), else its own keys, typed only while its dialog shows (keys.py),
+   or for a selection list the option that means the answer (selection.py);
 3. the confirmation (confirm.py), once;
 4. the answer written on the job's record as an ``input`` event (who, what, how).
 """
@@ -50,7 +51,8 @@ class Answered:
     job_id: str
     answer: Answer
     how: str
-    """"hook decision", "app-server decision" or "keys 1"."""
+    """"hook decision", "app-server decision", "keys 1", or "meaning: Down Enter (Yes, I
+    trust this folder)" for a selection list answered by meaning."""
     confirmed: bool = True
     """The registry shows the agent moved on (keys: it may only have left the screen)."""
     now: str = ""

@@ -6,6 +6,10 @@ never sent on a guess: the adapter's screen rules (``screen_rules`` of
 app/agents/<kind>.py, with state ``waiting``) must see the question first. The
 keys themselves are the adapter's (``Keys``); this module only decides when to
 type them.
+
+An adapter whose dialogs are selection lists (``selection_list``) is answered by
+meaning instead (selection.py): the same wait for its dialog, then the marker is
+moved to the option that means the answer and checked there before Enter.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Protocol
 from app.agents.screen import match_screen
 from app.approvals.errors import NotWaitingForPermission
 from app.approvals.question import Question
+from app.approvals.selection import answer_by_meaning
 from app.tmux.driver import TmuxDriver
 from registry.records import Job
 from registry.vocabulary import Activity, Answer
@@ -71,6 +76,14 @@ def type_answer(
             )
         time.sleep(POLL_SEC)
     time.sleep(SETTLE_SEC)
+    if question.adapter.selection_list:
+        how = answer_by_meaning(
+            lambda: panes.driver.capture(pane_id, SCREEN_LINES),
+            lambda names: panes.driver.send_key_names(pane_id, names),
+            reply,
+            question.adapter.answer_words,
+        )
+        return how, lambda: not dialog_shown()
     panes.driver.send_key_names(pane_id, keys)
     resend_at = time.monotonic() + RESEND_AFTER_SEC
     while dialog_shown() and reread().activity_at_ms == job.activity_at_ms:
