@@ -150,7 +150,8 @@ def _screen(path: Path) -> list[str]:
 
 
 def _adapter(path: Path) -> AgentAdapter:
-    adapter = built_in(path.parent.name)
+    folder = path.parent.parent if path.parent.name == "recorded" else path.parent
+    adapter = built_in(folder.name)
     assert adapter is not None
     return adapter
 

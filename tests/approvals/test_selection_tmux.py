@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.approvals.conftest import orch, tmux_socket, workdir
 
 from app.approvals.dialog import read_dialog
 from app.approvals.errors import UnrecognisedDialog
@@ -20,8 +19,6 @@ from app.approvals.selection import answer_by_meaning
 from app.control import Orchestrator
 from app.tmux.driver import TmuxDriver
 from registry.vocabulary import Answer
-
-__all__ = ["orch", "tmux_socket", "workdir"]
 
 SCRIPT = Path(__file__).with_name("selection_list.py")
 TRUST = ["No, exit", "Yes, I trust this folder"]

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from memory_source import FIXED_NOW, InMemorySource
 
 from app.control import Orchestrator
 from app.settings import Settings
@@ -36,6 +35,7 @@ from registry.vocabulary import (
     JobStatus,
     SessionStatus,
 )
+from tests.tui.memory_source import FIXED_NOW, InMemorySource
 
 
 class World(Protocol):
