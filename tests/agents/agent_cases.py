@@ -65,7 +65,7 @@ class AgentCase:
             return AgentPane(run.command(task), run.env, workdir, raw_log=raw_log).start()
         pane = AgentPane(run.command(), run.env, workdir, raw_log=raw_log).start()
         try:
-            pane.wait_until(self.idle, 20, f"{self.name}'s prompt")
+            pane.wait_until(self.idle, 45, f"{self.name}'s prompt")
             pane.paste(task)
         except BaseException:
             pane.__exit__(None, None, None)
