@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from app.control import Orchestrator
-from registry.records import Job
 from tests.agents import clis
 from tests.agents.fake_models.script import Script
 from tests.agents.sandbox import claude
+from tests.agents.test_orchestrated_agents import supervise_until
 from tests.ci import missing_part
 from tests.plugin.models import ServeModel
 
@@ -26,20 +25,6 @@ pytestmark = pytest.mark.agents
 VERSION = "2.1.332"
 CLI = clis.AGENT_BIN / f"claude-{VERSION}"
 """Installed beside the pinned Claude by scripts/setup-agents (its NEWER_NPM)."""
-
-
-def supervise_until(
-    orch: Orchestrator, job_id: str, holds: Callable[[Job], bool], what: str
-) -> Job:
-    """Supervision passes until the job's record satisfies ``holds``."""
-    deadline = time.monotonic() + 40
-    while True:
-        orch.reconcile()
-        job = orch.registry.get(job_id)
-        if holds(job):
-            return job
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {job.activity}"
-        time.sleep(0.2)
 
 
 def trusted(config: Path, work: Path) -> bool:
