@@ -40,6 +40,10 @@ class Codex(AgentAdapter):
     # y runs at once; p writes a prefix rule ("don't ask again"); Esc declines
     # and interrupts the turn. C-d on an empty prompt exits.
     keys = Keys(yes=("y",), no=("Escape",), always=("p",), interrupt=("Escape",), exit=("C-d",))
+    # Its dialogs are numbered lists under a U+203A marker: answered by meaning, so
+    # that a reordered or reworded list is read, not typed into (the letters above
+    # stay the answers it takes, and app/agents/base.py's fallback for others).
+    selection_list = True
     answer_words = MappingProxyType(
         {"back to agent command center": Answer.NO, "continue without trusting": Answer.NO}
     )

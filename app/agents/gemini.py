@@ -92,6 +92,8 @@ class Gemini(AgentAdapter):
     has_hooks = True
     resumable = True
     keys = NUMBERED_MENU
+    # Its dialogs are numbered lists in a box under a U+25CF marker: answered by meaning.
+    selection_list = True
     # Never chosen: a permanent policy file, and trust for every sibling folder.
     answer_words = MappingProxyType({"for all future sessions": None, "trust parent folder": None})
     tested_versions = TestedVersions("0.61.0", "0.61.0")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.approvals import decision, keys
@@ -42,6 +43,8 @@ class Answering(Protocol):
     def launch_record(self, job_id: str) -> LaunchRecord | None: ...
 
     def pane_for_job(self, job_id: str) -> str | None: ...
+
+    def pane_log(self, job_id: str) -> Path: ...
 
 
 @dataclass(frozen=True)

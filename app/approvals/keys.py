@@ -15,13 +15,16 @@ moved to the option that means the answer and checked there before Enter.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from app.agents.screen import match_screen
+from app.approvals.dialog import read_dialog
 from app.approvals.errors import NotWaitingForPermission
+from app.approvals.meaning import AnswerPlan, plan_answer
 from app.approvals.question import Question
-from app.approvals.selection import answer_by_meaning
+from app.approvals.selection import Moved, answer_by_meaning, wait_for_screen
 from app.tmux.driver import TmuxDriver
 from registry.records import Job
 from registry.vocabulary import Activity, Answer
@@ -44,6 +47,21 @@ class Panes(Protocol):
     def driver(self) -> TmuxDriver: ...
 
     def pane_for_job(self, job_id: str) -> str | None: ...
+
+    def pane_log(self, job_id: str) -> Path: ...
+
+
+def output_counter(log: Path) -> Moved:
+    """The pane log's size: it grows with every frame the agent draws (tmux pipe-pane),
+    so a wait for a redraw looks at a stat, not at the screen (a tmux call)."""
+
+    def size() -> int:
+        try:
+            return log.stat().st_size
+        except OSError:
+            return -1
+
+    return size
 
 
 def type_answer(
@@ -77,13 +95,7 @@ def type_answer(
         time.sleep(POLL_SEC)
     time.sleep(SETTLE_SEC)
     if question.adapter.selection_list:
-        how = answer_by_meaning(
-            lambda: panes.driver.capture(pane_id, SCREEN_LINES),
-            lambda names: panes.driver.send_key_names(pane_id, names),
-            reply,
-            question.adapter.answer_words,
-        )
-        return how, lambda: not dialog_shown()
+        return _by_meaning(panes, question, reply, pane_id, reread, dialog_shown)
     panes.driver.send_key_names(pane_id, keys)
     resend_at = time.monotonic() + RESEND_AFTER_SEC
     while dialog_shown() and reread().activity_at_ms == job.activity_at_ms:
@@ -92,3 +104,47 @@ def type_answer(
             break
         time.sleep(POLL_SEC)
     return "keys " + " ".join(keys), lambda: not dialog_shown()
+
+
+def _by_meaning(
+    panes: Panes,
+    question: Question,
+    reply: Answer,
+    pane_id: str,
+    reread: Callable[[], Job],
+    dialog_shown: Callable[[], bool],
+) -> tuple[str, Callable[[], bool]]:
+    """The option meaning ``reply`` chosen (selection.py); its Enter sent once more if
+    the same list still shows with the marker on it after RESEND_AFTER_SEC (a key
+    Codex dropped): the same option of the same list, so the same answer."""
+    job = question.job
+
+    def read() -> Sequence[str]:
+        return panes.driver.capture(pane_id, SCREEN_LINES)
+
+    moved = output_counter(panes.pane_log(job.job_id))
+    screen = read()
+    words = question.adapter.answer_words
+    how = answer_by_meaning(
+        read,
+        lambda names: panes.driver.send_key_names(pane_id, names),
+        reply,
+        words,
+        moved=moved,
+        first=screen,
+    )
+    before = read_dialog(screen)
+    plan = plan_answer(before, reply, words) if before is not None else None
+    chosen = plan.option.text if isinstance(plan, AnswerPlan) else None
+
+    def answered(screen: Sequence[str]) -> bool:
+        now = read_dialog(screen)
+        same = before is not None and now is not None and now.options == before.options
+        return not (same and now is not None and now.marked.text == chosen)
+
+    if (
+        wait_for_screen(read, answered, RESEND_AFTER_SEC, moved) is None
+        and reread().activity_at_ms == job.activity_at_ms
+    ):
+        panes.driver.send_key_names(pane_id, ("Enter",))
+    return how, lambda: not dialog_shown()

@@ -221,12 +221,13 @@ def test_no_list_is_read_where_there_is_none(path: Path) -> None:
     assert read_dialog(_screen(path)) is None
 
 
-def test_only_claude_is_answered_by_meaning_on_its_screen() -> None:
-    """Today's key path stays for the agents whose keys mean the same in every
-    version seen; Claude's trust dialog is the one whose keys changed meaning."""
+def test_every_agent_with_selection_lists_is_answered_by_meaning() -> None:
+    """Claude, Codex and Gemini draw lists with a marker: answered by meaning. Aider
+    asks inline (``(Y)es/(N)o [Yes]:``), a word typed at a prompt, not a list: its
+    keys stay (its screen rule reads the question first)."""
     kinds = ("claude", "codex", "gemini", "aider")
     lists = {kind: getattr(built_in(kind), "selection_list", None) for kind in kinds}
-    assert lists == {"claude": True, "codex": False, "gemini": False, "aider": False}
+    assert lists == {"claude": True, "codex": True, "gemini": True, "aider": False}
 
 
 GERMAN = [
