@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from app.approvals.errors import UnrecognisedDialog
 from app.approvals.question import parse_answer
 from app.control import Orchestrator
 from app.settings import Settings
@@ -21,5 +22,10 @@ CHOICES = [*(str(answer) for answer in Answer), *(answer[0] for answer in Answer
 def answer(settings: Settings, job_id: str, reply: str) -> None:
     """Answer the job's agent: its hook's decision where it takes one, else its own keys,
     typed only while its question is on screen; confirmed by the agent moving on."""
-    answered = Orchestrator(settings).answer(job_id, parse_answer(reply))
+    try:
+        answered = Orchestrator(settings).answer(job_id, parse_answer(reply))
+    except UnrecognisedDialog as error:  # nothing pressed: a person answers it
+        raise UnrecognisedDialog(
+            f"{error}; answer it yourself: orchestrate attach --job {job_id}"
+        ) from None
     click.echo(f"job {job_id}: answered {answered.answer} ({answered.how})")

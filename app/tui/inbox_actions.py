@@ -10,6 +10,7 @@ from textual.app import App
 from textual.message import Message
 from textual.widgets import DataTable
 
+from app.approvals.errors import UnrecognisedDialog
 from app.approvals.target import answer_target, next_waiting
 from app.tui.screens.inbox import InboxScreen
 from app.tui.screens.main import MainScreen
@@ -72,6 +73,9 @@ class InboxActions(App[None]):
         """`orchestrate answer`'s code, then the registry's confirmation, off the loop."""
         try:
             outcome = self.source.answer(job_id, reply)
+        except UnrecognisedDialog as error:  # nothing pressed: a person answers it
+            said = f"{error} · enter steps into its pane to answer it there"
+            self.post_message(self.Answered(job_id, reply, None, said))
         except SOURCE_ERRORS as error:
             self.post_message(self.Answered(job_id, reply, None, str(error)))
         else:
