@@ -109,6 +109,8 @@ def worktree_mode_from_env(env: Mapping[str, str] | None = None) -> str:
 BELL_ENV = "ORCHESTRATE_BELL"
 TITLE_ENV = "ORCHESTRATE_TITLE"
 NOTIFY_CMD_ENV = "ORCHESTRATE_NOTIFY_CMD"
+SCREEN_RULES_ENV = "ORCHESTRATE_SCREEN_RULES"
+"""The screen rules file to read instead of <state dir>/screen-rules.toml (user_rules.py)."""
 _SWITCH_WORDS = {"on": True, "1": True, "yes": True, "true": True}
 _SWITCH_WORDS |= {"off": False, "0": False, "no": False, "false": False}
 

@@ -58,15 +58,21 @@ def adapter_for(
     or a generic one (which then needs the user's own command)."""
     from app.agents.config import load_specs
     from app.agents.generic import Generic
+    from app.agents.user_rules import load_user_rules, with_user_rules
 
     specs = load_specs(state_dir, env)
     adapter = built_in(name)
     spec = specs.get(name)
     if adapter is not None:
-        return _extended(adapter, spec) if spec is not None else adapter
-    if spec is not None:
-        return _configured(spec)
-    return Generic(name)
+        found: AgentAdapter = _extended(adapter, spec) if spec is not None else adapter
+    elif spec is not None:
+        found = _configured(spec)
+    else:
+        found = Generic(name)
+    user = load_user_rules(state_dir, env).rules.get(found.kind, ())
+    if user:  # a screen rules file: the user's fix for a changed screen, before a release
+        found.screen_rules = with_user_rules(found.screen_rules, user)
+    return found
 
 
 def _configured(spec: AgentSpec) -> Generic:

@@ -9,6 +9,10 @@ The first rule that matches wins, so waiting rules come before working ones.
 ``gone_if_below`` marks a match as history: a dialog answered long ago can stay
 in the lines read (a redraw after a resize leaves it in the scrollback), and what
 the agent shows only once the dialog has closed, below it, says it is over.
+``versions`` (a PEP 440 specifier set, ``">=2.1.300,<3"``) limits a rule to the
+agent versions it was written for: agents change their screens between releases,
+and a rule for the old screen must not read the new one. When the installed
+version cannot be told, every rule applies (a rule left out would see nothing).
 """
 
 from __future__ import annotations
@@ -18,12 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
 from registry.activity import ACTIVITIES, Observation
 from registry.vocabulary import Activity
 
 SCREEN_ACTIVITIES = (Activity.WAITING, Activity.WORKING, Activity.IDLE)
 DEFAULT_LINES = 20
 _FIELDS = ("question", "tool", "command")
+CONFIG_KEYS = ("name", "activity", "pattern", "lines", "details", "gone_if_below", "versions")
+"""The keys of a rule's table: any other is a typo (``version`` for ``versions`` would
+apply the rule to every version, silently)."""
 _TRAILING_SPACE = re.compile(r"(?: |\\s)\+?\$$")
 """A pattern wanting a space at a line's end: tmux's capture drops trailing spaces."""
 
@@ -43,9 +53,12 @@ class ScreenRule:
     lines: int = DEFAULT_LINES
     details: tuple[str, ...] = ()
     gone_if_below: str = ""
+    versions: str = ""
+    """The agent versions it applies to (PEP 440 specifiers); empty: every version."""
     compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
     compiled_details: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     compiled_gone: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    compiled_versions: SpecifierSet = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Compile once; a bad rule is refused where it is defined, not at match time."""
@@ -62,6 +75,13 @@ class ScreenRule:
         if not 1 <= self.lines <= 500:
             raise RuleError(f"screen rule {self.name!r}: lines must be 1-500")
         try:
+            object.__setattr__(self, "compiled_versions", SpecifierSet(self.versions))
+        except InvalidSpecifier:
+            raise RuleError(
+                f"screen rule {self.name!r}: versions {self.versions!r} is not a version "
+                "range (write it as '>=2.1.300' or '>=0.169,<0.172')"
+            ) from None
+        try:
             object.__setattr__(self, "compiled", re.compile(self.pattern, re.MULTILINE))
             object.__setattr__(
                 self,
@@ -72,6 +92,12 @@ class ScreenRule:
             object.__setattr__(self, "compiled_gone", gone)
         except re.error as exc:
             raise RuleError(f"screen rule {self.name!r}: bad pattern: {exc}") from None
+
+    def applies_to(self, version: Version | None) -> bool:
+        """Whether the rule is for ``version`` (None: not known, so it is)."""
+        if not self.versions or version is None:
+            return True
+        return self.compiled_versions.contains(version, prereleases=True)
 
     def match(self, agent: str, text: str) -> Observation | None:
         """The observation this rule makes of ``text`` (the pane's last lines), or None."""
@@ -95,12 +121,16 @@ class ScreenRule:
 
     @classmethod
     def from_config(cls, agent: str, data: Mapping[str, Any]) -> ScreenRule:
-        """A rule from the agents config:
-        ``{name, activity, pattern, lines?, details?, gone_if_below?}``."""
+        """A rule from the agents config or a screen rules file:
+        ``{name, activity, pattern, lines?, details?, gone_if_below?, versions?}``."""
         name = data.get("name")
         pattern = data.get("pattern")
         if not isinstance(name, str) or not name or not isinstance(pattern, str):
             raise RuleError(f"agent {agent!r}: every rule needs a name and a pattern")
+        unknown = [key for key in data if key not in CONFIG_KEYS]
+        if unknown:
+            known = ", ".join(CONFIG_KEYS)
+            raise RuleError(f"screen rule {name!r}: unknown key {unknown[0]!r} (known: {known})")
         details = data.get("details", ())
         if isinstance(details, str):
             details = (details,)
@@ -113,8 +143,11 @@ class ScreenRule:
         gone_if_below = data.get("gone_if_below", "")
         if not isinstance(gone_if_below, str):
             raise RuleError(f"screen rule {name!r}: gone_if_below must be a pattern (text)")
+        versions = data.get("versions", "")
+        if not isinstance(versions, str):
+            raise RuleError(f"screen rule {name!r}: versions must be a range (text, '>=1.2')")
         activity = str(data.get("activity", ""))
-        return cls(qualified, activity, pattern, lines, tuple(details), gone_if_below)
+        return cls(qualified, activity, pattern, lines, tuple(details), gone_if_below, versions)
 
 
 def _named(found: re.Match[str]) -> dict[str, str]:
@@ -132,10 +165,16 @@ def visible_text(lines: Sequence[str], count: int) -> str:
 
 
 def match_screen(
-    agent: str, rules: Iterable[ScreenRule], lines: Sequence[str]
+    agent: str,
+    rules: Iterable[ScreenRule],
+    lines: Sequence[str],
+    version: Version | None = None,
 ) -> Observation | None:
-    """The observation of the first rule that matches the pane's lines, or None."""
+    """The observation of the first rule for ``version`` that matches the pane's
+    lines, or None."""
     for rule in rules:
+        if not rule.applies_to(version):
+            continue
         seen = rule.match(agent, visible_text(lines, rule.lines))
         if seen is not None:
             return seen

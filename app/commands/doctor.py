@@ -16,8 +16,9 @@ import click
 
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
+from app.agents.user_rules import UserRules, load_user_rules
 from app.agents.versions import untested_warning
-from app.settings import HOME_ENV, JOB_ENV
+from app.settings import HOME_ENV, JOB_ENV, Settings
 from registry.vocabulary import JobStatus
 
 PROBE_PROMPT = "doctor's probe"
@@ -148,6 +149,12 @@ def approvals_of(kind: str, path: str | None) -> str:
     return "keys only (its app-server has no unix socket)"
 
 
+def user_rules() -> UserRules:
+    """The user's screen rules file, as supervision will read it (never raises)."""
+    settings = click.get_current_context().find_object(Settings)
+    return load_user_rules(settings.state_dir if settings is not None else None)
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
 def doctor(as_json: bool) -> None:
@@ -156,6 +163,9 @@ def doctor(as_json: bool) -> None:
     for check in results:
         if check.warning:
             click.echo(check.warning, err=True)
+    rules = user_rules()
+    if rules.problem:
+        click.echo(f"orchestrate: warning: {rules.describe()}", err=True)
     if as_json:
         for check in results:
             click.echo(json.dumps(check.__dict__))
@@ -163,6 +173,7 @@ def doctor(as_json: bool) -> None:
         tmux = shutil.which("tmux")
         tmux_version = version_of([tmux, "-V"]) if tmux else "NOT INSTALLED: apt-get install tmux"
         click.echo(f"tmux     {tmux_version}")
+        click.echo(rules.describe())
         for check in results:
             click.echo(f"{check.agent:8} {check.version} (tested {check.tested})")
             if check.path is None:
