@@ -65,6 +65,9 @@ class Activity(StrEnum):
     STALLED = "stalled"
     EXITED = "exited"
     INTERRUPTED = "interrupted"
+    UNKNOWN = "unknown"
+    """Its screen changed to one no screen rule explains, and no structured signal
+    said what it does since: the pane's last lines say (app/supervision/observer.py)."""
 
 
 class Answer(StrEnum):

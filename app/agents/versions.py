@@ -25,6 +25,8 @@ VERSION_WORD = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*(?:[-.+]?[0-9A-Za-z.]
 """A version in what ``--version`` prints: ``2.1.197 (Claude Code)``, ``codex-cli 0.169.0``,
 ``aider 0.86.2``."""
 VERSION_TIMEOUT_SEC = 10.0
+VERSION_CACHE = "agent-versions.json"
+"""The state dir's cache of agents' --version lines (submit and supervision read it)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,23 @@ def untested_warning(
         f"orchestrate: warning: {name} {version} is not a version orchestrate is tested on "
         f"({tested}): its dialogs or status may be misread (`orchestrate doctor` says more)"
     )
+
+
+def installed_version(
+    executable: str, argv: Sequence[str] | None = None, cache: Path | None = None
+) -> Version | None:
+    """The version of the agent a job runs: its ``executable`` on PATH, or the user's
+    own command when that is the same program (another command is never run to ask:
+    it may not know ``--version``, or do something else with it). None when it
+    cannot be told. With ``cache``, remembered there (see ``cached_version_line``)."""
+    program = argv[0] if argv else executable
+    if Path(program).name != executable:
+        return None
+    path = shutil.which(program)
+    if path is None:
+        return None
+    line = cached_version_line(path, cache) if cache else version_line(path)
+    return parse_version(line) if line is not None else None
 
 
 def launch_warning(

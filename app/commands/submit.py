@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from app.agents import adapter_for
-from app.agents.versions import launch_warning
+from app.agents.versions import VERSION_CACHE, launch_warning
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
@@ -23,7 +23,6 @@ from app.settings import Settings
 from registry.events import Event
 from registry.job_outcome import Verdict
 
-VERSION_CACHE = "agent-versions.json"
 """In the state dir: each agent executable's --version line, so a job does not wait for it."""
 
 

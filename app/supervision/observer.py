@@ -14,7 +14,15 @@ and the pane log show, best source first:
   hooks never say, such as a trust dialog or a rejected tool). For an agent
   with no other signal, a screen that has settled decides at once;
 * output itself: a working agent whose screen has not moved for the job's idle
-  timeout is stalled (model servers are retried silently, some for ever).
+  timeout is stalled (model servers are retried silently, some for ever);
+* nothing at all: a screen that changed to one no rule explains, and stayed so
+  for ``UNKNOWN_AFTER_SEC`` with no structured signal since, makes the activity
+  ``unknown``, with the pane's last lines as its evidence. An agent update that
+  draws a new dialog or screen is then shown as what it is, not as the stale
+  ``working`` or ``waiting`` of before.
+
+Screen rules may be limited to agent versions (app/agents/screen.py); the version
+is asked once per job, and only when one of its rules names versions.
 
 An observation that repeats the job's activity is dropped by the registry.
 """
@@ -27,12 +35,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
 from app.agents import adapter_for
 from app.agents.base import AgentAdapter
 from app.agents.osc import StatusScanner
-from app.agents.screen import match_screen
+from app.agents.screen import match_screen, visible_text
+from app.agents.versions import VERSION_CACHE, installed_version
 from app.tmux.models import PaneStatus
-from registry.activity import APP_SERVER, Observation, observation_of
+from registry.activity import APP_SERVER, STRUCTURED_SOURCES, Observation, observation_of
 from registry.records import Job
 from registry.vocabulary import Activity, JobStatus
 
@@ -45,6 +56,20 @@ QUIET_IDLE_SEC = 30.0
 """A rule-less agent whose output stopped this long is idle."""
 MAX_LOG_READ = 1024 * 1024
 START_GRACE_SEC = 10.0
+UNKNOWN_AFTER_SEC = 10.0
+"""How long a changed screen may stay unexplained before the activity is ``unknown``.
+Two recaptures of a quiet pane (RECAPTURE_SEC), so that it was read unexplained at
+least twice, and longer than the slowest structured signal measured after a screen
+change (Claude's permission_prompt notification, 6 s after its dialog): a screen
+that is only waiting for its hook to speak is not called unknown."""
+UNKNOWN_MARGIN_SEC = SCREEN_CONFIRM_SEC
+"""For an agent with hooks or a status sequence, the screen must have changed this
+long after the structured source last spoke: its own redraw right after a hook (the
+idle screen drawn after Stop) is what the hook already explained."""
+UNKNOWN_LINES = 3
+"""The pane's last lines an ``unknown`` activity carries as its evidence."""
+UNEXPLAINED = "process:unexplained screen"
+"""The source of an ``unknown``: what was seen of the pane, not a rule."""
 
 ScreenReader = Callable[[str], Sequence[str]]
 
@@ -121,6 +146,12 @@ class Watch:
     """Codex's own app-server reports for this job: its status sequences, read later
     from the pane log, are redundant and may be stale (they once undid its wait)."""
     seen_in_attempt: float = 0.0  # the start (claim) of the attempt whose pane was seen
+    version: Version | None = None
+    """The agent's version, for the rules limited to some (None: not known)."""
+    explained: bool = True
+    """The last screen read matched a rule."""
+    last_lines: str = ""
+    """The pane's last lines at that read (the evidence of an ``unknown``)."""
 
 
 def pane_end_reason(status: PaneStatus | None, *, server_gone: bool = False) -> str:
@@ -173,8 +204,7 @@ class AgentObserver:
         (``server_gone``: no tmux server runs at all, so no pane can)."""
         watch = self.watches.get(job.job_id)
         if watch is None:
-            watch = Watch(adapter_for(job.agent, self.state_dir))
-            self.watches[job.job_id] = watch
+            watch = self._watch(job)
         if pane is None or not pane.exists:
             # its pane seen, or its header printed, in this attempt: a resumed job's
             # log holds the last attempt's output while its new pane is starting
@@ -211,6 +241,10 @@ class AgentObserver:
             if by_output is not None:
                 found.append(by_output)
                 current = by_output
+        unknown = self._unknown(watch, current, job, now)
+        if unknown is not None:
+            found.append(unknown)
+            current = unknown
         stalled = self._stall(watch, current, job, now)
         if stalled is not None:
             found.append(stalled)
@@ -228,6 +262,16 @@ class AgentObserver:
         return Verdict(
             tuple(found), finish, heartbeat=_heartbeat(activity), idle_done=finish is not None
         )
+
+    def _watch(self, job: Job) -> Watch:
+        """The new memory of a job: its adapter, and its agent's version when one of
+        its rules is limited to some (a --version call, cached in the state dir)."""
+        watch = Watch(adapter_for(job.agent, self.state_dir))
+        if any(rule.versions for rule in watch.adapter.screen_rules):
+            cache = self.state_dir / VERSION_CACHE if self.state_dir is not None else None
+            watch.version = installed_version(watch.adapter.executable, None, cache)
+        self.watches[job.job_id] = watch
+        return watch
 
     def look_at_output(self, job: Job, log_path: Path, now: float) -> tuple[Observation, ...]:
         """Only the agent's status sequence in its new output: cheap enough to do ten
@@ -296,7 +340,11 @@ class AgentObserver:
         digest = hashlib.sha256(body.encode("utf-8", "replace")).hexdigest()
         if digest != watch.body_hash:
             watch.body_hash, watch.body_changed_at = digest, now
-        return match_screen(watch.adapter.kind, watch.adapter.screen_rules, lines)
+        seen = match_screen(watch.adapter.kind, watch.adapter.screen_rules, lines, watch.version)
+        watch.explained = seen is not None
+        if seen is None:
+            watch.last_lines = " | ".join(visible_text(lines, UNKNOWN_LINES).splitlines())
+        return seen
 
     def _judge_screen(
         self,
@@ -350,7 +398,8 @@ class AgentObserver:
         """For an agent without rules for this screen: output means working, a long
         silence idle."""
         activity = current.activity if current is not None else None
-        if grew and activity in (None, Activity.STARTING, Activity.IDLE, Activity.STALLED):
+        moving = (None, Activity.STARTING, Activity.IDLE, Activity.STALLED, Activity.UNKNOWN)
+        if grew and activity in moving:
             return Observation(Activity.WORKING, "process:output")
         answered = (
             activity == Activity.WAITING
@@ -367,6 +416,37 @@ class AgentObserver:
         ):
             return Observation(Activity.IDLE, "process:no output")
         return None
+
+    def _unknown(
+        self, watch: Watch, current: Observation | None, job: Job, now: float
+    ) -> Observation | None:
+        """``unknown`` when no rule explains the screen and it has stayed so for
+        UNKNOWN_AFTER_SEC (for an agent with a structured signal, a screen that changed
+        UNKNOWN_MARGIN_SEC or more after that signal last spoke; an agent without one
+        has only its screen and its output, and both are quiet then). Only for an
+        adapter whose rules describe its screens (a working or idle rule: a generic
+        agent's yes/no rules explain only its questions), and never over a wait its
+        hook or app-server reported (the agent itself says it asks)."""
+        if watch.explained or current is None:
+            return None
+        if current.activity not in (Activity.WORKING, Activity.WAITING, Activity.IDLE):
+            return None
+        describes = any(
+            rule.activity in (Activity.WORKING, Activity.IDLE)
+            for rule in watch.adapter.screen_rules
+        )
+        structured = watch.adapter.has_hooks or watch.adapter.reads_osc_status
+        if not describes or (
+            current.activity == Activity.WAITING and current.source.startswith(STRUCTURED_SOURCES)
+        ):
+            return None
+        decided_at = (job.activity_at_ms or 0) / 1000
+        if structured and watch.body_changed_at <= decided_at + UNKNOWN_MARGIN_SEC:
+            return None  # the screen its signal spoke about, or its own redraw after it
+        if now - watch.body_changed_at < UNKNOWN_AFTER_SEC:
+            return None
+        unexplained = f"no screen rule explains its screen: {watch.last_lines}"
+        return Observation(Activity.UNKNOWN, UNEXPLAINED, question=unexplained)
 
     def _stall(
         self, watch: Watch, current: Observation | None, job: Job, now: float

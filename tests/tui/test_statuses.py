@@ -17,7 +17,9 @@ from tests.tui.tui_helpers import loaded, wait_until
 
 AppFactory = Callable[[], ControlRoomApp]
 SIZE = (120, 40)
-ACTIVITIES = ("starting", "working", "waiting", "idle", "stalled", "exited", "interrupted")
+ACTIVITIES = (
+    "starting", "working", "waiting", "idle", "stalled", "exited", "interrupted", "unknown"
+)  # fmt: skip
 
 
 def status_cell(table: JobsTable, job_id: str) -> Text:

@@ -53,13 +53,16 @@ LOOKS: dict[str, Look] = {
     "stalled": Look("◐", "error-lighten-2", bold=True),
     "exited": Look("■", "foreground-darken-2"),
     "interrupted": Look("↯", "error", bold=True),
+    "unknown": Look("?", "warning", bold=True),  # no screen rule explains its screen
     "completed": Look("✓", "success"),
     "error": Look("✗", "error-lighten-1"),
     "cancelled": Look("⊘", "foreground-darken-2"),
 }
 UNKNOWN_LOOK = Look("?", "foreground")
 # The order the header counts activities in: what needs a person first.
-ACTIVITY_ORDER = ("waiting", "stalled", "interrupted", "idle", "working", "starting", "exited")
+ACTIVITY_ORDER = (
+    "waiting", "stalled", "interrupted", "unknown", "idle", "working", "starting", "exited"
+)  # fmt: skip
 
 
 def look_of(state: str) -> Look:
