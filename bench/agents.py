@@ -1,6 +1,7 @@
 """Benchmark state detection: an agent's state change -> the registry's activity.
 
 Run:  .venv/bin/python -m bench.agents [--panes 20] [--seconds 30] [--interval 0.5]
+      .venv/bin/python -m bench.agents answers [--rounds 40]   (answers by meaning, below)
 
 Each case starts `--panes` fake agents in real tmux panes (a private server), as
 real jobs, and lets each change state every 1-3 s at random, writing when it did.
@@ -32,6 +33,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -195,6 +197,9 @@ def main() -> None:
     if sys.argv[1:2] == ["_agent"]:
         fake_agent(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
         return
+    if sys.argv[1:2] == ["answers"]:
+        answers_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--panes", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30.0)
@@ -224,6 +229,99 @@ def main() -> None:
         f"(nothing to record) {floor['hook']:.0f} ms; {args.panes} capture-pane calls "
         f"{floor['captures']:.0f} ms (one screen pass's floor)"
     )
+
+
+# -- answers: by meaning against the blind key -------------------------------------
+# `python -m bench.agents answers [--rounds N]`. A real tmux pane draws Claude Code
+# 2.1.332's trust dialog (tests/approvals/selection_list.py: "No, exit" marked,
+# "Yes, I trust this folder" below it), its output piped to a log as orchestrate's
+# panes are. Each round times, from the answer's first call to the dialog gone from
+# the screen (seen the same way for every path):
+#   keys:             the old path: the screen read, its trust rule matched, then one
+#                     send-keys of the keys (Down Enter) with no further reading;
+#   meaning:          app/approvals/selection.py as `answer` runs it: read, plan, move,
+#                     the marker checked on screen, Enter; waits on the pane log;
+#   meaning (polled): the same with no log, the screen re-read every 10 ms (before).
+LIST_SCRIPT = ROOT / "tests" / "approvals" / "selection_list.py"
+TRUST = ("No, exit", "Yes, I trust this folder")
+ANSWER_PATHS = ("keys", "meaning", "meaning (polled)")
+ANSWER_GOAL = 1.5  # the meaning path's time over the key path's, at p50 and p99
+
+
+def answer_round(driver: Any, path: str, log: Path) -> float:
+    """One dialog drawn, answered by ``path``, timed until it leaves the screen."""
+    from app.agents.claude import Claude
+    from app.agents.screen import match_screen
+    from app.approvals.dialog import read_dialog
+    from app.approvals.keys import output_counter
+    from app.approvals.selection import answer_by_meaning, wait_for_screen
+    from registry.vocabulary import Answer
+
+    log.write_bytes(b"")
+    rules = [rule for rule in Claude.screen_rules if rule.name == "claude.trust"]
+    command = " ".join([sys.executable, str(LIST_SCRIPT), *(f"'{word}'" for word in TRUST)])
+    session = driver.server.new_session(
+        session_name=f"answer_{uuid.uuid4().hex[:6]}", window_command=command, x=100, y=30
+    )
+    pane = session.active_pane.pane_id
+    pane_obj = session.active_pane
+    pane_obj.cmd("pipe-pane", "-o", f"cat >> {log}")
+
+    def read() -> list[str]:
+        return driver.capture(pane, 40)
+
+    def shown(screen: Any) -> bool:
+        return read_dialog(screen) is not None
+
+    try:
+        if wait_for_screen(read, shown, 10.0) is None:
+            raise RuntimeError("the dialog was never drawn")
+        moved = output_counter(log) if path == "meaning" else None
+        started = time.perf_counter()
+        screen = read()  # both paths read the screen first: the key path its rule
+        if path == "keys":
+            if match_screen("claude", rules, screen) is None:
+                raise RuntimeError("keys: the trust rule does not see the dialog")
+            driver.send_key_names(pane, ("Down", "Enter"))
+        else:
+            send = lambda keys: driver.send_key_names(pane, keys, seen_live=True)  # noqa: E731
+            answer_by_meaning(read, send, Answer.YES, moved=moved, first=screen)
+        gone = wait_for_screen(read, lambda screen: not shown(screen), 10.0, moved)
+        took = time.perf_counter() - started
+        if gone is None or "chosen: Yes, I trust this folder" not in "\n".join(gone):
+            raise RuntimeError(f"{path}: the dialog did not close on yes")
+        return took
+    finally:
+        session.kill()
+
+
+def answers_main(argv: list[str]) -> None:
+    from app.tmux.driver import TmuxDriver
+
+    parser = argparse.ArgumentParser(prog="python -m bench.agents answers")
+    parser.add_argument("--rounds", type=int, default=40)
+    args = parser.parse_args(argv)
+    socket = f"bench_answers_{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "keep"], check=True)
+    driver = TmuxDriver(socket)
+    times: dict[str, list[float]] = {path: [] for path in ANSWER_PATHS}
+    log = Path(tempfile.mkdtemp(prefix="bench-answers-")) / "pane.log"
+    try:
+        for _ in range(args.rounds):  # interleaved: each path sees the same load
+            for path in ANSWER_PATHS:
+                times[path].append(answer_round(driver, path, log))
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False)
+    print(f"answer -> dialog gone, {args.rounds} rounds a path, load {os.getloadavg()[0]:.2f}")
+    print(f"\n{'path':<18} {'p50 ms':>8} {'p99 ms':>8} {'p50 x keys':>11} {'p99 x keys':>11}")
+    base50, base99 = percentile(times["keys"], 0.5), percentile(times["keys"], 0.99)
+    for path in ANSWER_PATHS:
+        p50, p99 = percentile(times[path], 0.5), percentile(times[path], 0.99)
+        print(
+            f"{path:<18} {p50 * 1000:>8.1f} {p99 * 1000:>8.1f} {p50 / base50:>10.2f}x "
+            f"{p99 / base99:>10.2f}x"
+        )
+    print(f"\ngoal: meaning <= {ANSWER_GOAL}x keys (p50 and p99)")
 
 
 if __name__ == "__main__":

@@ -127,7 +127,7 @@ def _by_meaning(
     words = question.adapter.answer_words
     how = answer_by_meaning(
         read,
-        lambda names: panes.driver.send_key_names(pane_id, names),
+        lambda names: panes.driver.send_key_names(pane_id, names, seen_live=True),
         reply,
         words,
         moved=moved,
@@ -146,5 +146,5 @@ def _by_meaning(
         wait_for_screen(read, answered, RESEND_AFTER_SEC, moved) is None
         and reread().activity_at_ms == job.activity_at_ms
     ):
-        panes.driver.send_key_names(pane_id, ("Enter",))
+        panes.driver.send_key_names(pane_id, ("Enter",), seen_live=True)
     return how, lambda: not dialog_shown()

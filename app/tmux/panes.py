@@ -219,11 +219,13 @@ class PaneControl:
         if enter:
             self._check(pane.cmd("send-keys", "Enter"), "send-keys")
 
-    def send_key_names(self, pane_id: str, keys: Sequence[str]) -> None:
+    def send_key_names(self, pane_id: str, keys: Sequence[str], *, seen_live: bool = False) -> None:
         """Send tmux key names (``1``, ``Escape``, ``C-c``, ``Enter``) to exactly `pane_id`,
         in one tmux command so nothing can come between them. Never agent text: a
-        name tmux does not know is typed as its characters."""
-        pane = self._live_pane(pane_id)
+        name tmux does not know is typed as its characters. ``seen_live``: the caller
+        has just read the pane's screen and the dialog on it (an answer by meaning), so
+        the liveness check's tmux call is spared (it doubled each key's cost)."""
+        pane = self._pane(pane_id) if seen_live else self._live_pane(pane_id)
         if keys:
             self._check(pane.cmd("send-keys", *keys), "send-keys")
 
