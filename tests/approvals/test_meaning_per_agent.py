@@ -120,3 +120,23 @@ def test_an_aider_question_in_another_language_is_never_typed_into(
     time.sleep(0.3)
     assert screen(orch, job.job_id) == before
     orch.cancel(job.job_id, grace_sec=1)
+
+
+def test_orchestrate_answer_refuses_in_one_line_and_offers_attach(
+    orch: Orchestrator,
+    workdir: Path,
+    cli,
+    tmux_socket: str,  # type: ignore[no-untyped-def]
+) -> None:
+    argv = [sys.executable, str(SCRIPT), "--as", "codex", *INVENTED]
+    job = orch.submit("hallo", "codex", "invented-cli", agent_cmd=argv, workdir=workdir)
+    waiting(orch, job.job_id)
+    result = cli("answer", "--job", job.job_id, "yes", env={"ORCHESTRATE_TMUX_SOCKET": tmux_socket})
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "I don't recognise this dialog: options seen: 'Ja, ausführen'" in lines[0]
+    assert lines[0].endswith(f"answer it yourself: orchestrate attach --job {job.job_id}")
+    dialog = read_dialog(screen(orch, job.job_id))
+    assert dialog is not None and dialog.marked.text == "Ja, ausführen"
+    orch.cancel(job.job_id, grace_sec=1)
