@@ -150,6 +150,9 @@ class Watch:
     """The agent's version, for the rules limited to some (None: not known)."""
     explained: bool = True
     """The last screen read matched a rule."""
+    ever_explained: bool = False
+    """A rule has matched one of its screens: it got past its start (whose banner and
+    loading screens no rule describes, and may take 20 s under load: Aider's)."""
     last_lines: str = ""
     """The pane's last lines at that read (the evidence of an ``unknown``)."""
 
@@ -342,6 +345,7 @@ class AgentObserver:
             watch.body_hash, watch.body_changed_at = digest, now
         seen = match_screen(watch.adapter.kind, watch.adapter.screen_rules, lines, watch.version)
         watch.explained = seen is not None
+        watch.ever_explained = watch.ever_explained or watch.explained
         if seen is None:
             watch.last_lines = " | ".join(visible_text(lines, UNKNOWN_LINES).splitlines())
         return seen
@@ -427,7 +431,7 @@ class AgentObserver:
         adapter whose rules describe its screens (a working or idle rule: a generic
         agent's yes/no rules explain only its questions), and never over a wait its
         hook or app-server reported (the agent itself says it asks)."""
-        if watch.explained or current is None:
+        if watch.explained or not watch.ever_explained or current is None:
             return None
         if current.activity not in (Activity.WORKING, Activity.WAITING, Activity.IDLE):
             return None

@@ -60,11 +60,14 @@ def test_a_screen_no_rule_explains_becomes_unknown_with_its_last_lines(
 def test_a_known_screen_after_unknown_is_read_again(registry: Registry, tmp_path: Path) -> None:
     job_id = running(registry, "aider")
     screen, log = Screen(), tmp_path / "pane.log"
-    screen.lines = GERMAN
-    log.write_bytes(b"asks")
+    screen.lines = ["Running touch done.txt", "Waiting for openai/fake-model"]
+    log.write_bytes(b"works")
     observer = AgentObserver(screen)
     now = time.time()
     registry.observe(job_id, Observation("working", "process:output"))
+    look(observer, registry, job_id, log, now)
+    screen.lines = [*AIDER_IDLE, *GERMAN]
+    log.write_bytes(b"works, asks")
     look(observer, registry, job_id, log, now + 1)
     look(observer, registry, job_id, log, now + 1 + UNKNOWN_AFTER_SEC)
     assert registry.get(job_id).activity == "unknown"
@@ -73,6 +76,20 @@ def test_a_known_screen_after_unknown_is_read_again(registry: Registry, tmp_path
     look(observer, registry, job_id, log, now + 2 + UNKNOWN_AFTER_SEC)
     look(observer, registry, job_id, log, now + 3 + UNKNOWN_AFTER_SEC)
     assert registry.get(job_id).activity == "idle"
+
+
+def test_a_start_no_rule_describes_is_not_unknown(registry: Registry, tmp_path: Path) -> None:
+    """Aider's banner and loading screen (20 s and more under load) before any of its
+    screens a rule knows: it is starting up, not showing something new."""
+    job_id = running(registry, "aider")
+    screen, log = Screen(), tmp_path / "pane.log"
+    screen.lines = ["Aider v0.86.2", "Model: openai/fake-model with diff edit format"]
+    log.write_bytes(b"banner")
+    observer = AgentObserver(screen)
+    now = time.time()
+    for step in range(4):
+        look(observer, registry, job_id, log, now + step * UNKNOWN_AFTER_SEC)
+    assert registry.get(job_id).activity == "working"
 
 
 def test_a_screen_that_keeps_moving_is_not_unknown(registry: Registry, tmp_path: Path) -> None:
