@@ -90,6 +90,16 @@ DIALOGS: list[tuple[Path, tuple[str, ...], int, dict[Answer, tuple[str, ...] | s
         {YES: (), ALWAYS: ("Down",), NO: ("Down", "Down")},
     ),
     (
+        SCREENS / "codex/recorded-0.171.0/dialog_shell_command.txt",  # the newest at filing
+        (
+            "Yes, proceed (y)",
+            "Yes, and don't ask again for commands that start with `touch done.txt` (p)",
+            "No, and tell Codex what to do differently (esc)",
+        ),
+        0,
+        {YES: (), ALWAYS: ("Down",), NO: ("Down", "Down")},
+    ),
+    (
         SCREENS / "gemini/recorded/dialog_shell_command.txt",
         GEMINI,
         0,
@@ -150,7 +160,8 @@ def _screen(path: Path) -> list[str]:
 
 
 def _adapter(path: Path) -> AgentAdapter:
-    folder = path.parent.parent if path.parent.name == "recorded" else path.parent
+    recorded = path.parent.name.startswith("recorded")  # recorded/, recorded-<version>/
+    folder = path.parent.parent if recorded else path.parent
     adapter = built_in(folder.name)
     assert adapter is not None
     return adapter
@@ -211,6 +222,8 @@ def test_the_new_trust_dialog_questions_are_read() -> None:
         SCREENS / "claude/interrupt-esc.txt",
         SCREENS / "claude/dialog-answer-3-no.txt",
         SCREENS / "codex/idle_after_turn.txt",
+        SCREENS / "codex/recorded-0.171.0/idle_after_yes.txt",
+        SCREENS / "codex/recorded-0.171.0/idle_after_no.txt",
         SCREENS / "codex/send_keys_no_delay_enter.txt",
         SCREENS / "gemini/idle_after_turn.txt",
     ],
