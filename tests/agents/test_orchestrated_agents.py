@@ -92,6 +92,8 @@ def test_a_real_agent_waits_is_answered_yes_and_its_job_completes(
 
     answered = orch.answer(job_id, "yes")
     assert answered.answer == "yes"
+    # selection lists (Claude, Codex, Gemini) by meaning; Aider's inline question by keys
+    assert answered.how.startswith("meaning: ") == (agent.name != "aider"), answered.how
 
     deadline = time.monotonic() + 30
     while not (workdir / "done.txt").exists():
