@@ -27,6 +27,9 @@ MARKER_SEC = 1.0
 POLL_SEC = 0.01
 """Between two screen reads when nothing tells that the pane drew."""
 OUTPUT_POLL_SEC = 0.001
+FALLBACK_READ_SEC = 0.02
+"""With a counter, the screen is still read this often: the log lags the screen by
+the pipe's reader (a ``cat`` that a loaded machine schedules late)."""
 """Between two looks at the output counter (a stat): a redraw is seen within 1 ms."""
 MOVE_ATTEMPTS = 2
 """Arrows sent at most this often: a key the agent dropped (Codex drops one sent as
@@ -53,15 +56,15 @@ def wait_for_screen(
     moved: Moved | None = None,
 ) -> Sequence[str] | None:
     """The screen once ``holds`` says yes of it, else None after ``timeout``. With
-    ``moved``, the screen is read again only when the pane drew since the last read
-    (and every ``POLL_SEC * 5`` anyway, in case its output is not counted)."""
+    ``moved``, the screen is read again when the pane drew since the last read, and
+    every FALLBACK_READ_SEC anyway (its output may be late in the log, or not in one)."""
     deadline = time.monotonic() + timeout
     seen = moved() if moved is not None else 0
     read_at = 0.0
     while True:
         now = time.monotonic()
         drawn = moved() if moved is not None else seen + 1
-        if drawn != seen or moved is None or now - read_at >= POLL_SEC * 5:
+        if drawn != seen or moved is None or now - read_at >= FALLBACK_READ_SEC:
             seen, read_at = drawn, now
             screen = read()
             if holds(screen):
