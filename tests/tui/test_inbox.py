@@ -212,30 +212,6 @@ async def test_a_refused_answer_is_said(make_app: AppFactory, fake: FakeSource) 
         assert WAITING not in app.main.answering
 
 
-async def test_a_dialog_it_does_not_recognise_is_said_in_one_line_with_attach(
-    make_app: AppFactory, fake: FakeSource
-) -> None:
-    """Nothing pressed (app/approvals/selection.py): the control room names the options
-    seen, as `orchestrate answer` does, and offers the pane to answer it there."""
-    seen = "I don't recognise this dialog: options seen: 'Ja', 'Nein' (no meaning for 'Ja')"
-
-    def refuse(job_id: str, reply: Answer) -> AnswerOutcome:
-        from app.approvals.errors import UnrecognisedDialog
-
-        raise UnrecognisedDialog(seen)
-
-    fake.answer = refuse  # type: ignore[method-assign]
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
-        await pilot.press("y")
-        attach = "enter steps into its pane to answer it there"
-        want = f"Could not answer: job {WAITING}: {seen} · {attach}"
-        await wait_until(pilot, lambda: want in notices(app))
-        assert all("\n" not in notice for notice in notices(app))
-        assert WAITING not in app.main.answering
-
-
 async def test_nothing_waiting_y_and_n_only_say_so(make_app: AppFactory, fake: FakeSource) -> None:
     fake.emit(WAITING, "progress", "permission granted")
     app = make_app()
