@@ -17,7 +17,7 @@ import click
 from app.agents import built_in_adapters
 from app.agents.env import orchestrate_command
 from app.agents.versions import untested_warning
-from app.settings import HOME_ENV, JOB_ENV
+from app.settings import HOME_ENV, JOB_ENV, Settings
 from registry.vocabulary import JobStatus
 
 PROBE_PROMPT = "doctor's probe"
@@ -152,6 +152,11 @@ def approvals_of(kind: str, path: str | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
 def doctor(as_json: bool) -> None:
     """Say which agent CLIs are installed, their versions, and whether hooks work."""
+    from app.commands.policy import warn_if_broken
+
+    settings = click.get_current_context().find_object(Settings)
+    if settings is not None:
+        warn_if_broken(settings.state_dir)
     results = checks()
     for check in results:
         if check.warning:
