@@ -48,6 +48,27 @@ def policy_decision(
     if not reading.wants_decision or reading.observation is None or not env.get(HOME_ENV):
         return None
     state_dir = Path(env[HOME_ENV])
+    if not has_policy(state_dir, env):
+        return None
+    question = hook_question(adapter.kind, reading.observation.tool, payload, state_dir, job)
+    verdict = answer_by_policy(registry, state_dir, job.job_id, question, env)
+    if verdict is None or verdict.answer is None:
+        return None
+    return adapter.decision_output(event, verdict.answer is Answer.YES, said(verdict))
+
+
+def has_policy(state_dir: Path, env: Mapping[str, str]) -> bool:
+    """Whether a policy file is there to read (one stat: the cost without a policy)."""
+    path, named = policy_path(state_dir, env)
+    return named or path.exists()
+
+
+def answer_by_policy(
+    registry: Registry, state_dir: Path, job_id: str, question: Question, env: Mapping[str, str]
+) -> Verdict | None:
+    """The policy's allow or deny on ``question``, recorded; None when it is left to a
+    person (no policy, a broken one, no rule, or a rule that says ask). Shared by every
+    structured channel: Claude's hook, Codex's app-server bridge."""
     path, named = policy_path(state_dir, env)
     loaded = load_policy(path, named=named)
     if loaded.policy is None:
@@ -55,13 +76,55 @@ def policy_decision(
     from app.policy.decide import decide
     from app.policy.reviewer import run_reviewer
 
-    question = hook_question(adapter.kind, reading.observation.tool, payload, state_dir, job)
     argv = loaded.policy.reviewer
-    verdict = decide(loaded.policy, question, lambda asked: run_reviewer(argv, asked))
+    verdict = decide(loaded.policy, question, lambda asked: run_reviewer(argv, asked, env=env))
     if verdict.answer is None:
         return None
-    record_verdict(registry, job.job_id, verdict, question)
-    return adapter.decision_output(event, verdict.answer is Answer.YES, said(verdict))
+    record_verdict(registry, job_id, verdict, question)
+    return verdict
+
+
+def app_server_answer(
+    registry: Registry,
+    state_dir: Path,
+    job_id: str,
+    tool: str,
+    params: Mapping[str, Any],
+    env: Mapping[str, str],
+) -> Answer | None:
+    """Codex's app-server approval request (app/agents/codex_bridge.py) answered by the
+    policy, or None: its raw ``command`` and ``cwd``, the job's work tree."""
+    if not has_policy(state_dir, env):
+        return None
+    from app.policy.decide import Question
+
+    command, cwd = params.get("command"), params.get("cwd")
+    question = Question(
+        agent="codex",
+        tool=tool,
+        command=wrapped_script(command) if isinstance(command, str) else "",
+        workdir=job_workdir(state_dir, job_id),
+        cwd=Path(cwd) if isinstance(cwd, str) and cwd.startswith("/") else None,
+    )
+    verdict = answer_by_policy(registry, state_dir, job_id, question, env)
+    return verdict.answer if verdict is not None else None
+
+
+def wrapped_script(command: str) -> str:
+    """The script of Codex's own shell wrapper (``/bin/bash -lc 'touch done.txt'``, its
+    app-server's ``command``): what runs, to be split and judged like any command.
+    Anything else is judged whole (where a ``-c`` asks)."""
+    import shlex
+
+    from app.policy.shell import SHELLS
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[0].rsplit("/", 1)[-1] in SHELLS and words[1] in ("-c", "-lc"):
+        return words[2]
+    return command
 
 
 def hook_question(

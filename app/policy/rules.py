@@ -30,9 +30,12 @@ TOP_KEYS = frozenset({"rule", "reviewer", "budget"})
 """``budget`` is read by the budgets (issue 29 item 5), not by the rules."""
 SHELL = "shell"
 """``tool = "shell"``: any shell command, whatever the agent calls its shell tool."""
-SHELL_TOOLS = frozenset({SHELL, "Bash", "run_shell_command", "exec_command", "local_shell"})
-"""The agents' names for their shell tool (Claude's Bash, Gemini's run_shell_command,
-Codex's shell/exec_command/local_shell): a question from one is a shell command."""
+SHELL_TOOLS = frozenset(
+    {SHELL, "Shell", "Bash", "run_shell_command", "exec_command", "local_shell"}
+)
+"""The agents' names for their shell tool (Claude's Bash, Gemini's run_shell_command and
+its dialog's [Shell], Codex's app-server command approval recorded as Shell): a question
+from one is a shell command."""
 
 
 class PolicyError(Exception):
