@@ -90,7 +90,10 @@ def split_command(
     if root.has_error:
         return Split((), ("text the shell parser cannot read",))
     walk = _Walk(workdir, cwd, home)
-    walk.statement(root)
+    try:
+        walk.statement(root)
+    except RecursionError:  # `((((…))))` thousands deep: no person reads that either
+        return Split((), ("commands nested too deep to read",))
     if not walk.parts and not walk.problems:
         walk.problems.append("no command")
     return Split(tuple(walk.parts), tuple(dict.fromkeys(walk.problems)))

@@ -104,3 +104,8 @@ def test_redirections_resolve_from_the_agents_shell_directory(tree: Path) -> Non
 def test_a_symlink_inside_the_tree_is_fine(tree: Path) -> None:
     (tree / "link").symlink_to(tree / "src")
     assert split_command("echo x > link/f", tree).problems == ()
+
+
+def test_commands_nested_too_deep_ask(tree: Path) -> None:
+    split = split_command("true && " * 5000 + "ls", tree)  # a list of lists, 5000 deep
+    assert split.parts == () and split.problems == ("commands nested too deep to read",)
