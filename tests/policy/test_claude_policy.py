@@ -54,8 +54,10 @@ def test_claude_is_answered_by_the_policy(
     )
     model = serve_model(agent.api(), script)
     run = agent.sandbox(tmp_path / "claude", workdir, model.base_url)
+    # control-room approvals: the permission hook may take 35 s, not 5 (a loaded test
+    # machine's hook process alone took over 2 s); the policy answers first either way
     job = orch.submit("tidy up", "claude", "claude-policy", agent_cmd=run.argv, env=run.env,
-                      workdir=workdir)  # fmt: skip
+                      workdir=workdir, approvals="control-room", approval_wait_sec=30)  # fmt: skip
 
     asked = supervise_until(orch, job.job_id, lambda j: j.waiting, "the compound command to ask")
     assert "curl" in (asked.activity_data or {}).get("command", "")
