@@ -75,6 +75,8 @@ def quote(arg: str, style: int) -> str:
     if style == 1:
         escaped = "".join("\\" + c if c in '$`"\\' else c for c in arg)
         return '"' + escaped.replace("!", "\"'!'\"") + '"'
+    if any(c.isspace() for c in arg):  # tree-sitter-bash misreads some `\ ` (it then asks)
+        return quote(arg, 0)
     return "".join(c if c.isalnum() or c in "._/-" else "\\" + c for c in arg) or "''"
 
 
