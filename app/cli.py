@@ -11,11 +11,13 @@ import importlib
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from app.settings import (
+    POLICY_ENV,
     Settings,
     SettingsError,
     busy_timeout_from_env,
@@ -48,6 +50,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "gc": "app.commands.gc:gc",
     "status": "app.commands.status:status",
     "metrics": "app.commands.metrics:metrics",
+    "policy": "app.commands.policy:policy",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
@@ -81,13 +84,23 @@ class LazyGroup(click.Group):
     metavar="DIR",
     help="State directory (default: $ORCHESTRATE_HOME, else the nearest .orchestrate/).",
 )
+@click.option(
+    "--policy",
+    "policy_file",
+    metavar="FILE",
+    help="Approval policy file (default: $ORCHESTRATE_POLICY, else <state dir>/policy.toml).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail on stderr.")
 @click.version_option(package_name="orchestrate")
 @click.pass_context
-def cli(ctx: click.Context, state_dir: str | None, verbose: bool) -> None:
+def cli(ctx: click.Context, state_dir: str | None, policy_file: str | None, verbose: bool) -> None:
     """orchestrate: a control room for coding agents running in tmux."""
     if ctx.invoked_subcommand not in ONE_SHOT_COMMANDS:
         gc.enable()
+    if policy_file:
+        # Through the environment, as ORCHESTRATE_HOME: the panes, hooks and
+        # supervisors this command starts read the same policy (app/policy/rules.py).
+        os.environ[POLICY_ENV] = str(Path(policy_file).expanduser().resolve())
     from app.terminal.output import ShownFormatter
 
     handler = logging.StreamHandler(sys.stderr)
@@ -104,11 +117,20 @@ def domain_errors() -> tuple[type[Exception], ...]:
     """The error types a command turns into one line on stderr and an exit code."""
     from app.agents.config import AgentConfigError
     from app.git.errors import GitError
+    from app.policy.rules import PolicyError
     from app.tmux.errors import TmuxError
     from bus.errors import BusError
     from registry.errors import RegistryError
 
-    return (BusError, RegistryError, TmuxError, GitError, SettingsError, AgentConfigError)
+    return (
+        BusError,
+        RegistryError,
+        TmuxError,
+        GitError,
+        SettingsError,
+        AgentConfigError,
+        PolicyError,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

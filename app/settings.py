@@ -36,6 +36,8 @@ APPROVALS_ENV = "ORCHESTRATE_APPROVALS"
 """Who answers a pane's questions (the hook reads it): the control room, or the agent's own UI."""
 APPROVAL_WAIT_ENV = "ORCHESTRATE_APPROVAL_WAIT_SEC"
 """How long a hook waits for the control room's decision before the agent asks on screen."""
+POLICY_ENV = "ORCHESTRATE_POLICY"
+"""The approval policy file (`--policy FILE`), else <state dir>/policy.toml (app/policy/)."""
 BUSY_TIMEOUT_ENV = "ORCHESTRATE_BUSY_TIMEOUT_MS"
 # bus.db.BUSY_TIMEOUT_MS, not imported from there: the remote publish path never
 # loads sqlite3 (tests/mqtt_jobs/test_remote_publish.py checks both).

@@ -78,6 +78,23 @@ class Answer(StrEnum):
     ALWAYS = "always"
 
 
+class PolicyDecision(StrEnum):
+    """What an approval policy rule (or its reviewer) says of a question (app/policy/)."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+class DecisionSource(StrEnum):
+    """Who decided a question, as `job why` and the audit log say it: a policy rule,
+    the policy's reviewer command, or a person."""
+
+    POLICY = "policy"
+    REVIEWER = "reviewer"
+    PERSON = "person"
+
+
 class EventType(StrEnum):
     """The ``event`` field of a job's event (wire schema v1)."""
 

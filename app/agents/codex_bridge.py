@@ -111,6 +111,7 @@ class ApprovalBridge:
         self.candidates: set[str] = set()
         self.resuming: dict[int, str] = {}
         self.pending: dict[Any, Pending] = {}
+        self.decided: dict[Any, Answer] = {}
         self.registry: Any = None
 
     def run(self) -> None:
@@ -190,15 +191,37 @@ class ApprovalBridge:
         self.resuming[request] = thread_id
 
     def asked(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
-        """An approval request: the job waits, with its command, for a decision."""
-        recorded = self.observe(approval_observation(method, params))
+        """An approval request: the job waits, with its command, for a decision (unless
+        the approval policy answers it first: then it never shows waiting)."""
+        seen = approval_observation(method, params)
+        by_policy = self.policy_answer(seen.tool, params)
+        if by_policy is not None:
+            self.decided[request_id] = by_policy
+            return
+        recorded = self.observe(seen)
         after = recorded.bus_seq if recorded is not None else self.registry.bus.latest_seq()
         reader = DecisionReader(self.registry.bus, self.job_id, after)
         self.pending[request_id] = Pending(str(params.get("threadId")), reader)
 
     # -- what the control room decided ---------------------------------------------
 
+    def policy_answer(self, tool: str, params: Mapping[str, Any]) -> Answer | None:
+        """The approval policy's answer (app/policy/hook.py), or None: a person decides."""
+        from app.policy.hook import app_server_answer
+
+        try:
+            state_dir = Path(self.state_dir)
+            return app_server_answer(
+                self.registry, state_dir, self.job_id, tool, params, os.environ
+            )
+        except Exception as exc:  # the policy never costs the agent its question
+            log.info("job %s: approval policy not applied: %s", self.job_id, exc)
+            return None
+
     def decide(self, client: AppServerClient) -> None:
+        for request_id, answer in list(self.decided.items()):
+            client.respond(request_id, {"decision": DECISIONS[answer]})
+            del self.decided[request_id]
         for request_id, pending in list(self.pending.items()):
             decision = pending.decisions.latest()
             if decision is None or decision.answer is None:

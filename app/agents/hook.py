@@ -58,6 +58,7 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
     """Record what the payload says; the decision to print, if one was asked for."""
     from app.agents import built_in
     from app.approvals.decision import CONTROL_ROOM_APPROVALS, wait_for_decision
+    from app.policy.hook import policy_decision
     from registry.jobs import Registry
 
     adapter = built_in(kind)
@@ -75,6 +76,10 @@ def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str
             return None
         if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
             registry.set_agent_session_id(job_id, reading.agent_session_id)
+        # the approval policy answers first: a question it decides never shows waiting
+        decided = policy_decision(registry, adapter, job, event, payload, reading, env)
+        if decided is not None:
+            return decided
         recorded = None
         if reading.observation is not None:
             recorded = registry.observe(job_id, reading.observation)

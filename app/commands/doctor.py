@@ -159,6 +159,11 @@ def user_rules() -> UserRules:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
 def doctor(as_json: bool) -> None:
     """Say which agent CLIs are installed, their versions, and whether hooks work."""
+    from app.commands.policy import warn_if_broken
+
+    settings = click.get_current_context().find_object(Settings)
+    if settings is not None:
+        warn_if_broken(settings.state_dir)
     results = checks()
     for check in results:
         if check.warning:

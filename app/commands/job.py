@@ -274,10 +274,14 @@ def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason
 def why(settings: Settings, job_id: str) -> None:
     """Say why a job is in its current state, from its transition history (and, for a
     job run in its own work tree, where its review is and why)."""
+    from app.policy.why import decision_line
     from app.review.flow import review_why
 
     registry = settings.open_registry()
     click.echo(shown(f"{job_id}: {registry.why(job_id)}"))  # quotes agent text
+    decided = decision_line(registry.bus, job_id)
+    if decided is not None:
+        click.echo(shown(f"{job_id} decision: {decided}"))
     reviewed = review_why(settings, registry, job_id)
     if reviewed is not None:
         click.echo(shown(f"{job_id} review: {reviewed}"))

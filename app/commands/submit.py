@@ -15,6 +15,7 @@ import click
 from app.agents import adapter_for
 from app.agents.versions import VERSION_CACHE, launch_warning
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
+from app.commands.policy import warn_if_broken
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
 from app.control.launch import split_command
@@ -96,6 +97,7 @@ def submit(
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     plan = worktree_request(settings, worktree, base, workdir)
     warn_untested(settings, agent, argv)
+    warn_if_broken(settings.state_dir)
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
     job = orchestrator.submit(

@@ -54,6 +54,9 @@ def watch(
     notify_cmd: str | None,
 ) -> None:
     """Open the control room: live jobs, sessions, events and actions."""
+    from app.commands.policy import warn_if_broken
+
+    warn_if_broken(settings.state_dir)
     from app.supervision.notify import NotifyCommand
 
     command = (
