@@ -1,0 +1,44 @@
+"""Node broker users: each may use only the topics under its own name."""
+
+from __future__ import annotations
+
+import pytest
+
+from bus.broker_config import acl_text
+from bus.broker_users import BrokerUser
+from bus.errors import BrokerSetupError, InvalidTopic
+from bus.fleet_topics import check_node_name, node_of_presence, presence_topic
+
+
+def test_node_users_get_only_their_own_topics() -> None:
+    users = [
+        BrokerUser.parse("box1:pw1", "node"),
+        BrokerUser.parse("box2:pw2", "node"),
+        BrokerUser.parse("ctl:pw", "control"),
+    ]
+    acl = acl_text(users, "jobs")
+    sections = {block.split("\n")[0]: block for block in acl.split("\n\n") if block}
+    box1 = sections["user box1"]
+    assert "topic write jobs/nodes/box1/presence" in box1
+    assert "topic write jobs/nodes/box1/jobs/+/events" in box1
+    assert "box2" not in box1 and "+/presence" not in box1
+    assert "%u" not in acl and "pattern" not in acl  # patterns apply to every user
+    assert "topic read jobs/nodes/+/presence" in sections["user ctl"]
+
+
+@pytest.mark.parametrize("spec", ["bad/name:pw", "a+b:pw", "-x:pw", "box1:pw:job1", "box1:"])
+def test_bad_node_users_are_refused(spec: str) -> None:
+    with pytest.raises(BrokerSetupError):
+        BrokerUser.parse(spec, "node")
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "#", "a b", "x" * 64, "é", "a\x1b"])
+def test_bad_node_names(name: str) -> None:
+    with pytest.raises(InvalidTopic):
+        check_node_name(name)
+
+
+def test_presence_topic_round_trip() -> None:
+    assert node_of_presence("team/jobs", presence_topic("team/jobs", "box.2")) == "box.2"
+    assert node_of_presence("jobs", "jobs/nodes/box2/commands") is None
+    assert node_of_presence("jobs", "other/nodes/box2/presence") is None
