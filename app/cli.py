@@ -48,6 +48,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "gc": "app.commands.gc:gc",
     "status": "app.commands.status:status",
     "metrics": "app.commands.metrics:metrics",
+    "node": "app.commands.node:node",
+    "nodes": "app.commands.nodes:nodes",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
