@@ -84,10 +84,8 @@ def test_hidden_characters_are_refused(text: str, hidden: str, where: str) -> No
     """A host name or agent version with a hidden character (bus/text.py) is refused
     whole: it would reach the operator's terminal and the control room's tables."""
     bad = text + hidden + text
-    if where == "host":
-        sent = announcement(1, host=bad)
-    else:
-        sent = announcement(1, agents={"claude": bad})
+    changes: dict[str, object] = {"host": bad} if where == "host" else {"agents": {"claude": bad}}
+    sent = announcement(1, **changes)
     with pytest.raises(InvalidPresence, match="hidden"):
         parse_presence("box2", sent.to_json())
 
