@@ -39,9 +39,10 @@ from bus.fleet_topics import all_presence
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
 from registry.delivery_confirmer import Confirmer
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
+from registry.fleet_feed import take_presence
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
-from registry.nodes import NodeStore, take_presence
+from registry.placement import PlacementStore
 from registry.records import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ class IngestBridge:
                 registry.db.path, self.checkpoint_interval_s, self._write_lock
             )
             checkpointer.start()
-        nodes = NodeStore(registry.bus)
+        placements = PlacementStore(registry.bus)
         sub = MqttSubscriber(
             self.config,
             [self.topic, all_presence(self.prefix)],
@@ -219,7 +220,7 @@ class IngestBridge:
                 # Group commit: whatever already waits joins this transaction.
                 while len(batch) < self.batch_max and (more := sub.get(timeout=0)) is not None:
                     batch.append(more)
-                batch = take_presence(nodes, self.prefix, sub, batch)
+                batch = take_presence(placements, self.prefix, sub, batch)
                 if batch:
                     self._ingest(registry, sub, batch, stop, confirmer)
         finally:

@@ -14,21 +14,16 @@ dead connection, this covers a control room that was not listening when it came.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from bus.db import apply_migrations, now_ms, translate
-from bus.errors import BusError
 from bus.fleet_topics import node_of_presence
 from bus.messages import Bus
-from bus.mqtt import MqttSubscriber, ReceivedMessage
 from registry.presence import InvalidPresence, Presence, parse_presence
 from registry.records import iso_from_ms
 from registry.vocabulary import NodeLeft
-
-log = logging.getLogger(__name__)
 
 VERSION_KEY: Final = "nodes_schema_version"
 STALE_PERIODS: Final = 3
@@ -210,27 +205,3 @@ def _newer(presence: Presence, boot: int, seq: int) -> bool:
     if not presence.online:
         return True
     return presence.seq is not None and presence.seq > seq
-
-
-def take_presence(
-    store: NodeStore, prefix: str, sub: MqttSubscriber, batch: list[ReceivedMessage]
-) -> list[ReceivedMessage]:
-    """Record and acknowledge the presence messages in ``batch``; the rest, in order.
-
-    A presence that cannot be recorded (refused, or the database busy past its
-    timeout) is acknowledged all the same: the node announces itself again every
-    period, so the next one repairs it, and an unacknowledged message would hold one
-    of the broker's in-flight places for good."""
-    rest: list[ReceivedMessage] = []
-    for message in batch:
-        if node_of_presence(prefix, message.topic) is None:
-            rest.append(message)
-            continue
-        try:
-            store.record_message(prefix, message.topic, message.payload)
-        except InvalidPresence as exc:
-            log.warning("refused a presence on %s: %s", message.topic, exc)
-        except (BusError, sqlite3.Error) as exc:
-            log.warning("could not record a presence on %s: %s", message.topic, exc)
-        sub.ack(message)
-    return rest

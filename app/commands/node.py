@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from app.fleet import daemon
-from app.fleet.node import DEFAULT_PERIOD_S, Node, NodeOptions, check_identity
+from app.fleet.options import DEFAULT_PERIOD_S, NodeOptions, check_identity
 from app.settings import Settings
 from app.terminal.output import shown
 from app.tmux.names import default_socket_name
@@ -24,12 +24,15 @@ from bus.broker_checks import check_topic_prefix
 from bus.errors import BrokerSetupError, InvalidTopic
 from bus.fleet_topics import check_node_name
 from bus.mqtt_config import BrokerConfig
+from registry.placement import ANY_NODE
 from registry.records import DEFAULT_PREFIX
 
 START_TIMEOUT_S = 20.0
 
 
 def _name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if value == ANY_NODE:
+        raise click.BadParameter(f"a node name cannot be {ANY_NODE!r} (submit --node any)")
     try:
         return check_node_name(value)
     except InvalidTopic as exc:
@@ -116,6 +119,8 @@ def run_command(settings: Settings, name: str, slots: int, period: float, prefix
 
     def report(line: str) -> None:
         click.echo(shown(line), err=True)
+
+    from app.fleet.node import Node  # the supervisor and tmux: only for a running node
 
     try:
         code = Node(settings, config, options, report).run(stop)

@@ -18,16 +18,15 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from app.control import Orchestrator
 from app.fleet.daemon import node_locks, write_status
 from app.fleet.inventory import HostState, installed_agents, look
+from app.fleet.options import NodeOptions
 from app.settings import Settings
 from app.supervision.supervisor import IDLE_EXIT_SEC
 from app.supervision.supervisor import supervise as supervise_passes
 from bus.db import now_ms
-from bus.errors import MqttConfigError
 from bus.fleet_topics import presence_topic
 from bus.mqtt_config import BrokerConfig
 from bus.mqtt_presence import Announcer
@@ -36,32 +35,10 @@ from registry.vocabulary import NodeLeft
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PERIOD_S = 30.0
 LOOK_INTERVAL_S = 1.0
 """How often the node looks for a change (a job started or ended) to announce."""
 SUPERVISOR_RESTART_S = 2.0
 STOP_TIMEOUT_S = 5.0
-
-
-@dataclass(frozen=True)
-class NodeOptions:
-    """What ``node run`` was asked for (checked by the command)."""
-
-    name: str
-    slots: int
-    prefix: str
-    period_s: float = DEFAULT_PERIOD_S
-    tmux_socket: str = "orchestrate"
-
-
-def check_identity(config: BrokerConfig, name: str) -> None:
-    """Refuse a broker user that is not the node's own: the ACL would drop every
-    presence it sends, and the node would look dead while running."""
-    if config.username and config.username != name:
-        raise MqttConfigError(
-            f"MQTT_USERNAME is {config.username!r} but the node is {name!r}: a node logs "
-            f"in as its own broker user (orchestrate broker config --node {name}:PASS)"
-        )
 
 
 class Node:

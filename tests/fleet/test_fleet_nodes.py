@@ -216,6 +216,46 @@ def test_a_node_cannot_announce_as_another(
     assert fleet(state_dir)["box2"]["online"]
 
 
+def register(state_dir: Path, node: str, *command: str) -> tuple[str, str]:
+    """Register a demo job for ``node``; its id and what the command said on stderr."""
+    result = run_cli(
+        *(command or ("job", "register")), "--prompt", "hi", "--agent", "demo",
+        "--agent-session", "s", "--node", node, state_dir=state_dir,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip(), result.stderr
+
+
+def why(state_dir: Path, job_id: str) -> str:
+    result = run_cli("job", "why", "--job", job_id, state_dir=state_dir)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_placement_on_the_nodes_heard(
+    fleet_broker: RunningBroker,
+    ingest: subprocess.Popen[str],
+    make_host: Callable[..., NodeHost],
+    state_dir: Path,
+) -> None:
+    """`any` goes to the online node with the agent; a node never heard of keeps the
+    job pending, and `job why` says so; placed when that node announces itself."""
+    waiting, said = register(state_dir, "box1", "submit")
+    assert "waiting for a node (box1): node box1 was never heard of" in said
+    box2 = make_host("box2", fleet_broker)
+    box2.run("--slots", "1", "--period", "5")
+    wait_fleet(state_dir, lambda f: f.get("box2", {}).get("online"), "box2 online")
+    placed, said = register(state_dir, "any")
+    assert "placed on node box2" in said
+    assert "placement: placed on node box2" in why(state_dir, placed)
+    full, said = register(state_dir, "any")
+    assert "no free slot (1/1)" in said and "pending" in why(state_dir, full)
+    assert "never heard of" in why(state_dir, waiting)
+    box1 = make_host("box1", fleet_broker)
+    box1.run("--slots", "1", "--period", "5")
+    poll_until(lambda: "placed on node box1" in why(state_dir, waiting), 60, "box1 placed")
+
+
 @pytest.mark.slow  # seven CLI processes, a daemon among them (about 15 s here)
 def test_node_start_status_stop(
     broker: RunningBroker, make_host: Callable[..., NodeHost], private_tmux: Callable[..., str]
@@ -254,6 +294,40 @@ def test_node_start_status_stop(
         (["node", "run", "--name", "box1"], {"MQTT_PORT": "x"}, "MQTT_PORT"),
         (["node", "stop", "--timeout", "-1"], {}, "--timeout"),
         (["nodes", "--bogus"], {}, "bogus"),
+        (["node", "run", "--name", "any"], {}, "cannot be 'any'"),
+        (
+            [
+                "job",
+                "register",
+                "--agent",
+                "demo",
+                "--agent-session",
+                "s",
+                "--prompt",
+                "p",
+                "--node",
+                "a/b",
+            ],
+            {},
+            "--node",
+        ),
+        (
+            [
+                "submit",
+                "--agent",
+                "demo",
+                "--agent-session",
+                "s",
+                "--prompt",
+                "p",
+                "--node",
+                "any",
+                "--agent-cmd",
+                "x",
+            ],
+            {},
+            "--node runs",
+        ),
         (["broker", "config", "--node", "bad/name:pw"], {}, "node name"),
         (["broker", "config", "--node", "box1:pw:job1"], {}, "NAME:PASS"),
     ],
