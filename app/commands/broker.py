@@ -148,6 +148,12 @@ def config_command(
     settings = read_settings(target)
     assert settings is not None
     click.echo(env_hint(target, settings))
+    for user in users:
+        if user.role == "node":  # its own login: the node's name, its password
+            click.echo(
+                f"# on node {user.name}: MQTT_USERNAME={user.name} MQTT_PASSWORD=… "
+                f"orchestrate node start --name {user.name}"
+            )
 
 
 @broker.command("start")

@@ -42,3 +42,28 @@ def test_presence_topic_round_trip() -> None:
     assert node_of_presence("team/jobs", presence_topic("team/jobs", "box.2")) == "box.2"
     assert node_of_presence("jobs", "jobs/nodes/box2/commands") is None
     assert node_of_presence("jobs", "other/nodes/box2/presence") is None
+
+
+def test_broker_config_writes_node_users(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`broker config --node NAME:PASS` gives the node its login and its topics only,
+    and says how a node logs in."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.conftest import run_cli
+
+    directory = Path(tempfile.mkdtemp(prefix="orchestrate-fleet-"))  # mosquitto must reach it
+    directory.chmod(0o755)
+    state = tmp_path_factory.mktemp("state")
+    result = run_cli(
+        "broker", "config", "--dir", str(directory / "b"), "--port", "18999",
+        "--node", "box2:pw2", "--control", "ctl:pw", state_dir=state,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "orchestrate node start --name box2" in result.stdout
+    acl = (directory / "b" / "acl").read_text()
+    assert "user box2\ntopic write jobs/nodes/box2/presence" in acl
+    logins = (directory / "b" / "passwd").read_text().splitlines()
+    assert any(line.startswith("box2:$7$") for line in logins)
+    shutil.rmtree(directory, ignore_errors=True)
