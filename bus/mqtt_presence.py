@@ -20,7 +20,14 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import MQTTProtocolVersion
 
-from bus.mqtt_config import KEEPALIVE_S, BrokerConfig, make_client, reason_is_failure
+from bus.errors import BrokerAuthError
+from bus.mqtt_config import (
+    KEEPALIVE_S,
+    BrokerConfig,
+    check_connack,
+    make_client,
+    reason_is_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +77,9 @@ class Announcer:
         """Announcements the broker refused (an ACL that does not give us the topic)."""
         self.announced = 0
         """Announcements the broker acknowledged."""
+        self.refused: BrokerAuthError | None = None
+        """The broker refused our login (bad user or password, not authorised): paho
+        would retry for ever, but only new credentials can fix it."""
 
     def start(self) -> None:
         """Connect in paho's network thread and return at once (a broker that is down
@@ -122,6 +132,10 @@ class Announcer:
             if reason_is_failure(reason):
                 self.last_error = f"broker {self.config.url} refused the connection: {reason}"
                 log.warning("%s: %s", self.client_id, self.last_error)
+                try:
+                    check_connack(self.config, reason)
+                except BrokerAuthError as exc:
+                    self.refused = exc
                 return
             self.last_error = None
             client.publish(self.topic, self.payload(), qos=1, retain=True)

@@ -111,7 +111,9 @@ class Node:
                     departure(self.options.name, self.boot, NodeLeft.STOPPED).to_json(),
                     STOP_TIMEOUT_S,
                 )
-                self.report(f"node {self.options.name}: stopped" + ("" if said else " (unsaid)"))
+                if self.announcer.refused is None:
+                    unsaid = "" if said else " (no goodbye: not connected)"
+                    self.report(f"node {self.options.name}: stopped{unsaid}")
                 self.orchestrator.registry.db.close()
         return 0
 
@@ -122,6 +124,8 @@ class Node:
         agents_at = time.monotonic()
         agents = self._state.agents if self._state else {}
         while not stop.wait(LOOK_INTERVAL_S):
+            if self.announcer.refused is not None:
+                raise self.announcer.refused  # the command says it in one line, exit 1
             if self.announcer.connected != connected:
                 connected = self.announcer.connected
                 self._write_status(connected=connected)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from bus.broker_config import acl_text
 from bus.broker_users import BrokerUser
 from bus.errors import BrokerSetupError, InvalidTopic
 from bus.fleet_topics import check_node_name, node_of_presence, presence_topic
+from tests.conftest import run_cli
 
 
 def test_node_users_get_only_their_own_topics() -> None:
@@ -47,12 +52,6 @@ def test_presence_topic_round_trip() -> None:
 def test_broker_config_writes_node_users(tmp_path_factory: pytest.TempPathFactory) -> None:
     """`broker config --node NAME:PASS` gives the node its login and its topics only,
     and says how a node logs in."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from tests.conftest import run_cli
-
     directory = Path(tempfile.mkdtemp(prefix="orchestrate-fleet-"))  # mosquitto must reach it
     directory.chmod(0o755)
     state = tmp_path_factory.mktemp("state")

@@ -216,6 +216,19 @@ def test_a_node_cannot_announce_as_another(
     assert fleet(state_dir)["box2"]["online"]
 
 
+def test_a_refused_login_ends_the_node(
+    fleet_broker: RunningBroker, make_host: Callable[..., NodeHost]
+) -> None:
+    """A wrong password cannot be fixed by retrying: the node says so and exits 1."""
+    host = make_host("box1", fleet_broker)
+    host.env["MQTT_PASSWORD"] = "wrong"
+    process = host.run()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert "refused the connection" in stderr.strip().splitlines()[-1]
+    assert "not running" in host.cli("node", "status").stdout
+
+
 def register(state_dir: Path, node: str, *command: str) -> tuple[str, str]:
     """Register a demo job for ``node``; its id and what the command said on stderr."""
     result = run_cli(
