@@ -362,3 +362,30 @@ def test_nodes_with_none_heard(state_dir: Path) -> None:
     assert fleet(state_dir) == {}
     result = run_cli("nodes", state_dir=state_dir)
     assert result.returncode == 0 and "no nodes heard of" in result.stdout
+
+
+@pytest.mark.slow  # a fault test: the broker killed -9 and started again
+def test_a_node_announces_again_after_the_broker_dies(
+    fleet_broker: RunningBroker,
+    ingest: subprocess.Popen[str],
+    make_host: Callable[..., NodeHost],
+    state_dir: Path,
+) -> None:
+    """The broker killed -9 (its retained presence gone with it) and started again: the
+    node reconnects by itself and announces afresh, and its will is armed again (a
+    kill -9 of the node afterwards still marks it offline)."""
+    box1 = make_host("box1", fleet_broker)
+    box1.run("--slots", "2", "--period", "30")
+    before = wait_fleet(state_dir, lambda f: f.get("box1", {}).get("online"), "box1 online")
+    fleet_broker.kill()
+    fleet_broker.start()
+    wait_fleet(
+        state_dir,
+        lambda f: f["box1"]["online"] and f["box1"]["last_seen"] != before["box1"]["last_seen"],
+        "box1 announced again",
+    )
+    assert box1.process is not None
+    box1.process.kill()
+    box1.process.wait(10)
+    seen = wait_fleet(state_dir, lambda f: not f["box1"]["online"], "box1 offline")
+    assert seen["box1"]["left"] == "lost"
