@@ -25,6 +25,7 @@ from app.fleet.inventory import HostState, installed_agents, look
 from app.fleet.options import NodeOptions
 from app.settings import Settings
 from app.supervision.supervisor import IDLE_EXIT_SEC
+from app.supervision.supervisor import running as supervisor_running
 from app.supervision.supervisor import supervise as supervise_passes
 from bus.db import now_ms
 from bus.fleet_topics import presence_topic
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 LOOK_INTERVAL_S = 1.0
 """How often the node looks for a change (a job started or ended) to announce."""
 SUPERVISOR_RESTART_S = 2.0
+"""After the supervisor's passes end (no job ran for a while), or while another
+supervisor of the state dir (started by a `submit` here) does them."""
 STOP_TIMEOUT_S = 5.0
 
 
@@ -147,6 +150,9 @@ class Node:
         """The supervisor's passes over this host's panes, started again whenever they
         end (no job for a while, or no tmux server yet): the node stays."""
         while not stop.is_set():
+            if supervisor_running(self.settings.state_dir):  # one a submit here started
+                stop.wait(SUPERVISOR_RESTART_S)
+                continue
             try:
                 supervise_passes(self.orchestrator, idle_exit_sec=IDLE_EXIT_SEC, report=self.report)
             except Exception as exc:  # a pass that cannot run now: said, tried again

@@ -389,3 +389,27 @@ def test_a_node_announces_again_after_the_broker_dies(
     box1.process.wait(10)
     seen = wait_fleet(state_dir, lambda f: not f["box1"]["online"], "box1 offline")
     assert seen["box1"]["left"] == "lost"
+
+
+@pytest.mark.slow  # a demo agent runs on the node's own tmux server (about 20 s here)
+def test_a_job_on_the_node_takes_a_slot_while_it_runs(
+    fleet_broker: RunningBroker,
+    ingest: subprocess.Popen[str],
+    make_host: Callable[..., NodeHost],
+    state_dir: Path,
+) -> None:
+    """A job started on the node's host runs in the node's tmux server: the node
+    announces the slot taken at once, and free again once the job is done."""
+    box1 = make_host("box1", fleet_broker)
+    box1.env |= {"ORCHESTRATE_DEMO_STEPS": "4", "ORCHESTRATE_DEMO_DELAY": "1.5"}
+    box1.run("--slots", "2", "--period", "60")
+    wait_fleet(state_dir, lambda f: f.get("box1", {}).get("online"), "box1 online")
+    started = box1.cli(
+        "submit", "--no-wait", "--agent", "demo", "--agent-session", "s", "--prompt", "hi"
+    )
+    assert started.returncode == 0, started.stderr
+    job_id = started.stdout.strip()
+    busy = wait_fleet(state_dir, lambda f: f["box1"]["slots_used"] == 1, "a slot taken")
+    assert busy["box1"]["slots_free"] == 1
+    wait_fleet(state_dir, lambda f: f["box1"]["slots_used"] == 0, "the slot free again")
+    assert "completed" in box1.cli("job", "get", "--job", job_id).stdout
