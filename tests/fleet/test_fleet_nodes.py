@@ -187,8 +187,9 @@ def test_a_node_cannot_announce_as_another(
     make_host: Callable[..., NodeHost],
     state_dir: Path,
 ) -> None:
-    """box1's broker user publishing on box2's presence topic is refused by the broker
-    (MQTT 5 PUBACK: not authorized), and box2's retained presence stays its own."""
+    """box1's broker user publishing on box2's presence topic (or box2's jobs' events, or
+    a job's own topic) is refused by the broker (MQTT 5 PUBACK: not authorized), and
+    box2's retained presence stays its own."""
     box2 = make_host("box2", fleet_broker)
     box2.run("--slots", "3", "--period", "5")
     wait_fleet(state_dir, lambda f: f.get("box2", {}).get("online"), "box2 online")
@@ -202,12 +203,14 @@ def test_a_node_cannot_announce_as_another(
     try:
         forged = json.dumps({"v": 1, "node": "box2", "online": False, "boot": 2**60})
         topic = presence_topic("jobs", "box2")
-        forger.publish(topic, forged, qos=1, retain=True).wait_for_publish(10)
-        poll_until(lambda: acks, 10, "the broker's PUBACK")
+        elsewhere = ["jobs/nodes/box2/jobs/j1/events", "jobs/j1/events", "jobs/nodes/box2/confirms"]
+        for target in [topic, *elsewhere]:
+            forger.publish(target, forged, qos=1, retain=True).wait_for_publish(10)
+        poll_until(lambda: len(acks) == 4, 10, "the broker's PUBACKs")
     finally:
         forger.disconnect()
         forger.loop_stop()
-    assert acks[0].is_failure and "authori" in str(acks[0]).lower()
+    assert all(ack.is_failure and "authori" in str(ack).lower() for ack in acks), acks
 
     control = fleet_broker.config("ctl", PASSWORDS["ctl"])
     with MqttSubscriber(control, [topic], session_expiry_s=0) as watcher:
