@@ -16,7 +16,8 @@ from registry.nodes import Node, NodeStore
 
 
 def _row(node: Node, at_ms: int) -> str:
-    state = "online" if node.online else ("stale" if node.stale else f"offline ({node.left})")
+    left = node.left or "silent"
+    state = "online" if node.online else ("stale" if node.stale else f"offline ({left})")
     agents = ",".join(
         f"{kind} {version}" if version else kind for kind, version in node.agents.items()
     )
