@@ -51,6 +51,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "status": "app.commands.status:status",
     "metrics": "app.commands.metrics:metrics",
     "policy": "app.commands.policy:policy",
+    "node": "app.commands.node:node",
+    "nodes": "app.commands.nodes:nodes",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

@@ -41,6 +41,7 @@ from bus.broker_tls import (
 )
 from bus.broker_users import BrokerUser, check_users, write_password_file
 from bus.errors import BrokerSetupError
+from bus.fleet_topics import control_acl_lines, node_acl_lines
 
 CONFIG_NAME = "mosquitto.conf"
 SETTINGS_NAME = "broker.json"
@@ -139,8 +140,9 @@ def acl_text(
 ) -> str:
     """The ACL: control users read ``<prefix>/+/events`` and confirm what they
     recorded on ``<prefix>/+/applied``; a worker writes only its jobs' events and
-    reads only their confirmations. With anonymous clients (loopback, when
-    allowed) the broker uses no ACL at all.
+    reads only their confirmations; a node writes and reads only the topics under
+    its own name (``bus.fleet_topics``), which control users read and command. With
+    anonymous clients (loopback, when allowed) the broker uses no ACL at all.
 
     ACLs filter at delivery time (a SUBACK "granted" proves nothing), so a
     worker that subscribes elsewhere simply receives nothing.
@@ -153,6 +155,9 @@ def acl_text(
         if user.role == "control":
             lines.append(f"topic read {prefix}/+/events")
             lines.append(f"topic write {prefix}/+/applied")
+            lines += control_acl_lines(prefix)
+        elif user.role == "node":
+            lines += node_acl_lines(prefix, user.name)
         else:
             for job in user.jobs or (user.name,):
                 lines.append(f"topic write {prefix}/{job}/events")

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bus.errors import BrokerSetupError
+from bus.errors import BrokerSetupError, InvalidTopic
+from bus.fleet_topics import check_node_name
 
 # Mosquitto 2.0's mosquitto_passwd uses 101; the broker reads the count from each
 # line, and 1000 costs it about 0.5 ms per login here.
@@ -31,11 +32,12 @@ GENERATED_CONTROL_USER = "orchestrate-control"
 @dataclass(frozen=True)
 class BrokerUser:
     """A broker account: the control room reads every job's events; a worker
-    writes only its own job topics (``jobs`` empty: the topic named after it)."""
+    writes only its own job topics (``jobs`` empty: the topic named after it); a node
+    (one host's supervisor, ``bus.fleet_topics``) only the topics under its own name."""
 
     name: str
     password: str = field(repr=False)
-    role: str = "worker"  # "worker" | "control"
+    role: str = "worker"  # "worker" | "control" | "node"
     jobs: tuple[str, ...] = ()
 
     @classmethod
@@ -48,6 +50,13 @@ class BrokerUser:
             raise BrokerSetupError(f"user must be NAME:PASS[:JOB,...], got {spec.split(':')[0]!r}")
         name, password = parts[0], parts[1]
         check_user_name(name)
+        if role == "node":
+            if len(parts) == 3:
+                raise BrokerSetupError(f"node user must be NAME:PASS, got {name!r} with jobs")
+            try:
+                check_node_name(name)
+            except InvalidTopic as exc:
+                raise BrokerSetupError(str(exc)) from None
         if password.startswith("@"):
             password = read_password_file(Path(password[1:]), name)
         jobs = tuple(j for j in (parts[2].split(",") if len(parts) == 3 else ()) if j)

@@ -11,6 +11,8 @@ topic, duplicate, after the end): a crash between receipt and commit means
 a redelivery, never a loss.
 QoS 1 redeliveries and publisher retries are absorbed by the registry's
 (job_id, seq) dedupe, so each event lands in the bus once.
+It also takes the fleet's node presence (``<prefix>/nodes/+/presence``) into the
+nodes table (``registry/nodes.py``).
 
 Transient failures (the database locked or unwritable) are not acknowledged:
 the same batch is retried with backoff before any later message, keeping the
@@ -33,11 +35,14 @@ from typing import Literal
 
 from bus.db import BUSY_TIMEOUT_MS, connect
 from bus.errors import BusError
+from bus.fleet_topics import all_presence
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
 from registry.delivery_confirmer import Confirmer
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
+from registry.fleet_feed import take_presence
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
+from registry.placement import PlacementStore
 from registry.records import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -187,9 +192,10 @@ class IngestBridge:
                 registry.db.path, self.checkpoint_interval_s, self._write_lock
             )
             checkpointer.start()
+        placements = PlacementStore(registry.bus)
         sub = MqttSubscriber(
             self.config,
-            [self.topic],
+            [self.topic, all_presence(self.prefix)],
             client_id=self.client_id,
             manual_ack=True,
             reconnect_max_s=self.reconnect_max_s,
@@ -214,7 +220,9 @@ class IngestBridge:
                 # Group commit: whatever already waits joins this transaction.
                 while len(batch) < self.batch_max and (more := sub.get(timeout=0)) is not None:
                     batch.append(more)
-                self._ingest(registry, sub, batch, stop, confirmer)
+                batch = take_presence(placements, self.prefix, sub, batch)
+                if batch:
+                    self._ingest(registry, sub, batch, stop, confirmer)
         finally:
             sub.stop()
             if checkpointer is not None:

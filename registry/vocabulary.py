@@ -109,6 +109,15 @@ class EventType(StrEnum):
     """Text a person sent to the agent (the control room's prompt box, ``send``)."""
 
 
+class NodeLeft(StrEnum):
+    """How a fleet node went offline (``registry/nodes.py``)."""
+
+    STOPPED = "stopped"
+    """It said goodbye (``node stop``, SIGTERM)."""
+    LOST = "lost"
+    """Its last will: the broker lost the connection (killed, cut off)."""
+
+
 class MessageType(StrEnum):
     """Bus message types the registry and the control room write; no sender may.
 

@@ -110,6 +110,14 @@ def broker() -> None:
     help="A control-room user: reads <prefix>/+/events (default: one is generated). "
     "PASS @FILE as for --user.",
 )
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    metavar="NAME:PASS",
+    help="A node (`orchestrate node run --name NAME`): may only use <prefix>/nodes/NAME/... "
+    "PASS @FILE as for --user.",
+)
 @click.option("--prefix", default="jobs", show_default=True, help="Topic prefix.")
 @click.pass_context
 def config_command(
@@ -122,12 +130,14 @@ def config_command(
     allow_anonymous: bool,
     workers: tuple[str, ...],
     controls: tuple[str, ...],
+    nodes: tuple[str, ...],
     prefix: str,
 ) -> None:
     """Write mosquitto.conf, the password file and the ACL (no anonymous clients)."""
     target = broker_dir(ctx, directory, create=True)
     users = [BrokerUser.parse(spec, "worker") for spec in workers]
     users += [BrokerUser.parse(spec, "control") for spec in controls]
+    users += [BrokerUser.parse(spec, "node") for spec in nodes]
     tls = tls or require_certificate
     port = check_port(port if port is not None else (8883 if tls else 1883))
     conf = write_config(
@@ -138,6 +148,12 @@ def config_command(
     settings = read_settings(target)
     assert settings is not None
     click.echo(env_hint(target, settings))
+    for user in users:
+        if user.role == "node":  # its own login: the node's name, its password
+            click.echo(
+                f"# on node {user.name}: MQTT_USERNAME={user.name} MQTT_PASSWORD=… "
+                f"orchestrate node start --name {user.name}"
+            )
 
 
 @broker.command("start")

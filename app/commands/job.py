@@ -13,6 +13,7 @@ import click
 
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.json_option import ALWAYS_JSON_OPTION
+from app.fleet.placing import NODE_OPTION, placement_line, placement_why, register_placed
 from app.settings import Settings
 from app.terminal.output import cell, dumps, shown
 from registry.errors import InvalidJobInput
@@ -58,6 +59,7 @@ def job() -> None:
     metavar="TOPIC",
     help="Default: jobs/<job_id> (the control room ingests jobs/+/events).",
 )
+@NODE_OPTION
 @click.pass_obj
 def register(
     settings: Settings,
@@ -72,8 +74,20 @@ def register(
     broker: str | None,
     port: int | None,
     topic_prefix: str | None,
+    node: str | None,
 ) -> None:
     """Register a pending job; prints its job_id."""
+    if node is not None:
+        if broker or port or topic_prefix:
+            raise click.UsageError("--node: the node's own broker carries the job's events")
+        created_on, placement = register_placed(
+            settings, node, read_prompt(prompt, prompt_file), agent, agent_session,
+            timeout_sec=timeout, idle_timeout_sec=idle_timeout, expected_artifacts=artifacts,
+            sign_events=not no_sign,
+        )  # fmt: skip
+        click.echo(created_on.job_id)
+        click.echo(placement_line(placement), err=True)
+        return
     registry = settings.open_registry()
     created = registry.register(
         read_prompt(prompt, prompt_file),
@@ -282,6 +296,9 @@ def why(settings: Settings, job_id: str) -> None:
     decided = decision_line(registry.bus, job_id)
     if decided is not None:
         click.echo(shown(f"{job_id} decision: {decided}"))
+    placed = placement_why(settings, job_id)
+    if placed is not None:
+        click.echo(shown(f"{job_id} placement: {placed}"))
     reviewed = review_why(settings, registry, job_id)
     if reviewed is not None:
         click.echo(shown(f"{job_id} review: {reviewed}"))

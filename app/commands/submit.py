@@ -19,6 +19,7 @@ from app.commands.policy import warn_if_broken
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
 from app.control.launch import split_command
+from app.fleet.placing import NODE_OPTION, placement_line, register_placed
 from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.events import Event
@@ -72,6 +73,7 @@ from registry.job_outcome import Verdict
 )
 @click.option("--base", metavar="BRANCH", help="The branch to start from (default: the current).")
 @click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
+@NODE_OPTION
 @click.pass_obj
 def submit(
     settings: Settings,
@@ -91,9 +93,24 @@ def submit(
     done_when: str | None,
     approvals: str,
     approval_wait: float,
+    node: str | None,
 ) -> None:
     """Register a job, start its agent in a tmux pane, and wait for its end."""
     prompt = read_prompt(prompt, prompt_file)
+    if node is not None:
+        if agent_cmd is not None or workdir is not None or worktree or base is not None:
+            raise click.UsageError(
+                "--node runs the agent on the node's host: not with --agent-cmd, --workdir, "
+                "--worktree or --base (yet)"
+            )
+        created, placement = register_placed(
+            settings, node, prompt, agent, agent_session, timeout_sec=timeout,
+            idle_timeout_sec=idle_timeout, expected_artifacts=artifacts, sign_events=not no_sign,
+            done_when=done_when,
+        )  # fmt: skip
+        click.echo(created.job_id)
+        click.echo(placement_line(placement), err=True)
+        return
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     plan = worktree_request(settings, worktree, base, workdir)
     warn_untested(settings, agent, argv)

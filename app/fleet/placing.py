@@ -1,0 +1,59 @@
+"""``--node NAME|any`` on `submit` and `job register`: register the job and place it.
+
+The job is registered ``pending`` and its placement recorded in the same transaction
+(``registry/placement.py``), so no job is ever half-placed. It does not start here:
+the node takes it (the next stop of the fleet's work).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import click
+
+from app.settings import Settings
+from registry.errors import InvalidJobInput
+from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested
+from registry.records import Job
+
+
+def _checked(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_requested(value)
+    except InvalidJobInput as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+NODE_OPTION: Final = click.option(
+    "--node",
+    metavar="NAME|any",
+    callback=_checked,
+    help=f"Run it on fleet node NAME, or {ANY_NODE!r} online node with the agent and a free "
+    "slot (`orchestrate nodes`); with none it waits, pending (`job why`).",
+)
+
+
+def register_placed(
+    settings: Settings, node: str, prompt: str, agent: str, agent_session: str, **job: Any
+) -> tuple[Job, Placement]:
+    """Register a pending job for ``node`` and choose its node now if one can take it."""
+    registry = settings.open_registry()
+    placements = PlacementStore(registry.bus)
+    with registry.db.transaction():
+        created = registry.register(prompt, agent, agent_session, **job)
+        placement = placements.request(created.job_id, node, agent)
+    return created, placement
+
+
+def placement_line(placement: Placement) -> str:
+    """What the command says on stderr about the placement."""
+    return f"job {placement.job_id}: {placement.why()}"
+
+
+def placement_why(settings: Settings, job_id: str) -> str | None:
+    """`job why`'s line about the job's placement (None: it was not placed)."""
+    registry = settings.open_registry()
+    placement = PlacementStore(registry.bus).get(job_id)
+    return placement.why() if placement is not None else None

@@ -1,0 +1,110 @@
+"""The fleet's MQTT topics: what a node (one host's supervisor) and a control room say where.
+
+Every topic sits under the broker's topic prefix (``jobs`` by default), so two
+installations sharing a broker keep apart. A node's topics are one level deeper
+than a job's (``<prefix>/<job>/events``), so the control room's ``<prefix>/+/events``
+never matches them, whatever a job or node is called::
+
+    <prefix>/nodes/<node>/presence            node -> control   retained; the node's last
+                                                                will (offline) on the same topic
+    <prefix>/nodes/<node>/jobs/<job>/events   node -> control   its placed jobs' events (next stop)
+    <prefix>/nodes/<node>/jobs/<job>/applied  control -> node   what the registry committed (next)
+    <prefix>/nodes/<node>/commands            control -> node   signed commands (a later stop)
+    <prefix>/nodes/<node>/confirms            node -> control   a command done or refused (later)
+    <prefix>/nodes/<node>/screens/<job>       node -> control   sanitised snapshots (later)
+
+The broker's ACL (``bus.broker_config.acl_text``) gives each node user exactly its own
+``<prefix>/nodes/<its name>/...`` topics, written out by name for every node: Mosquitto's
+``pattern`` lines (``%u``, ``%c``) apply to *every* user of the file, so a worker account
+whose name happened to be a node's could pose as that node; ``topic`` lines under a
+``user`` line apply to that user alone. The broker user of a node therefore has the
+node's name. Which job runs on which node is the registry's to check (a static ACL file
+cannot know placements): it takes a job's events only from the node it placed it on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from bus.errors import InvalidTopic
+
+NODES_LEVEL: Final = "nodes"
+NODE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+"""A node's name: one topic level, a broker user name and a file name at once."""
+
+
+def check_node_name(name: str) -> str:
+    """``name`` if it can name a node (``InvalidTopic`` with the reason otherwise).
+
+    >>> check_node_name("box2")
+    'box2'
+    """
+    if not NODE_NAME.fullmatch(name):
+        shown = name.encode("unicode_escape").decode("ascii")[:80]
+        raise InvalidTopic(
+            "a node name is 1-63 letters, digits, '.', '_' or '-', starting with a letter "
+            f"or digit, got {shown!r}"
+        )
+    return name
+
+
+def node_root(prefix: str, node: str) -> str:
+    """``<prefix>/nodes/<node>``: everything of one node lies under it."""
+    return f"{prefix}/{NODES_LEVEL}/{check_node_name(node)}"
+
+
+def presence_topic(prefix: str, node: str) -> str:
+    """Where ``node`` announces itself (retained), and where its last will lands.
+
+    >>> presence_topic("jobs", "box2")
+    'jobs/nodes/box2/presence'
+    """
+    return f"{node_root(prefix, node)}/presence"
+
+
+def all_presence(prefix: str) -> str:
+    """The control room's subscription to every node's presence."""
+    return f"{prefix}/{NODES_LEVEL}/+/presence"
+
+
+def node_of_presence(prefix: str, topic: str) -> str | None:
+    """The node a presence topic belongs to, or None when ``topic`` is not one.
+
+    >>> node_of_presence("jobs", "jobs/nodes/box2/presence"), node_of_presence("jobs", "jobs/x")
+    ('box2', None)
+    """
+    parts = topic.split("/")
+    head = prefix.split("/")
+    if len(parts) != len(head) + 3 or parts[: len(head)] != head:
+        return None
+    if parts[len(head)] != NODES_LEVEL or parts[-1] != "presence":
+        return None
+    name = parts[len(head) + 1]
+    return name if NODE_NAME.fullmatch(name) else None
+
+
+def node_acl_lines(prefix: str, node: str) -> list[str]:
+    """The ACL ``topic`` lines of node user ``node`` (placed under its ``user`` line)."""
+    root = node_root(prefix, node)
+    return [
+        f"topic write {root}/presence",
+        f"topic write {root}/jobs/+/events",
+        f"topic read {root}/jobs/+/applied",
+        f"topic read {root}/commands",
+        f"topic write {root}/confirms",
+        f"topic write {root}/screens/+",
+    ]
+
+
+def control_acl_lines(prefix: str) -> list[str]:
+    """What a control user may do with the fleet's topics, besides the jobs' own."""
+    nodes = f"{prefix}/{NODES_LEVEL}/+"
+    return [
+        f"topic read {nodes}/presence",
+        f"topic read {nodes}/jobs/+/events",
+        f"topic write {nodes}/jobs/+/applied",
+        f"topic write {nodes}/commands",
+        f"topic read {nodes}/confirms",
+        f"topic read {nodes}/screens/+",
+    ]
