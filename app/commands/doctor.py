@@ -150,8 +150,21 @@ def approvals_of(kind: str, path: str | None) -> str:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
-def doctor(as_json: bool) -> None:
+@click.option(
+    "--self-test",
+    "self_test",
+    is_flag=True,
+    help="Run each installed agent (or each AGENT) offline through orchestrate and say "
+    "which of its signals work with this version.",
+)
+@click.argument("agents", nargs=-1, metavar="[AGENT]...")
+def doctor(as_json: bool, self_test: bool, agents: tuple[str, ...]) -> None:
     """Say which agent CLIs are installed, their versions, and whether hooks work."""
+    if agents and not self_test:
+        raise click.UsageError("AGENT names are for --self-test")
+    if self_test:
+        run_self_test(agents, as_json)
+        return
     results = checks()
     for check in results:
         if check.warning:
@@ -175,3 +188,22 @@ def doctor(as_json: bool) -> None:
             click.echo(f"         approvals: {check.approvals}")
     if not all(check.ok for check in results):
         raise click.exceptions.Exit(1)
+
+
+def run_self_test(agents: tuple[str, ...], as_json: bool) -> None:
+    """`doctor --self-test`: check the names first, warn for untested versions, run."""
+    from app.agents import built_in
+    from app.commands.doctor_self_test import chosen_agents, run_self_tests
+
+    chosen = chosen_agents(agents, INSTALL_HINTS)
+    for tool, hint in (("tmux", "apt-get install tmux"), ("git", "apt-get install git")):
+        if shutil.which(tool) is None:
+            raise click.ClickException(f"the self-test needs {tool}: {hint}")
+    versions = {kind: version_of([path, "--version"]) for kind, path in chosen.items()}
+    for kind, version in versions.items():
+        adapter = built_in(kind)
+        tested = adapter.tested_versions if adapter is not None else None
+        warning = untested_warning(kind, tested, version)
+        if warning:
+            click.echo(warning, err=True)
+    run_self_tests(chosen, versions, as_json)
