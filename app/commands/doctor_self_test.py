@@ -96,10 +96,8 @@ def print_table(result: SelfTest, version: str) -> None:
     """A signal a line: what it is, ok / BROKEN / -, and what was seen (agent text made
     harmless: Text cells are never markup, `cell` shows hidden characters)."""
     verdict = "works" if result.ok else "BROKEN"
-    table = Table(
-        title=f"{result.agent} {cell(version)}: {verdict} ({result.seconds:.0f} s)",
-        title_justify="left",
-    )
+    title = Text(f"{result.agent} {cell(version)}: {verdict} ({result.seconds:.0f} s)")
+    table = Table(title=title, title_justify="left")
     table.add_column("signal")
     table.add_column("result")
     table.add_column("seen")

@@ -40,7 +40,7 @@ from app.tmux.errors import TmuxError
 from registry.activity import ActivityChange, Observation
 from registry.errors import RegistryError
 from registry.records import Job
-from registry.vocabulary import Activity, Answer
+from registry.vocabulary import Activity, Answer, JobStatus
 
 STEP_SEC = 45.0
 """How long one step may take (an agent's first start under load took over 20 s)."""
@@ -51,6 +51,8 @@ NO_FILE = "selftest-no.txt"
 YES_COMMAND = f"touch {YES_FILE}"
 NO_COMMAND = f"touch {NO_FILE}"
 LABEL = "selftest"
+ENDED = frozenset({JobStatus.ERROR, JobStatus.CANCELLED})
+"""A job that ended so will not go on: no step waits out its deadline for it."""
 
 
 class Stop(Exception):
@@ -205,12 +207,14 @@ class _Drive:
         """The job waits naming ``command``, and the screen rules read the dialog."""
         waiting = self.supervise(lambda job: job.waiting and command in _command_of(job))
         if waiting is None:
-            self.check_screen(Activity.WAITING, command)
             job = self.orch.registry.get(self.job_id)
+            if job.status in ENDED:
+                why = f"the job ended {job.status} ({job.last_detail})"
+            else:
+                why = f"none within {self.step_sec:.0f} s, now {job.activity or job.status}"
             self.stop(
                 Signal.ACTIVITY,
-                f"no waiting naming `{command}` within {self.step_sec:.0f} s "
-                f"(seen: {self.sequence()}; now {job.activity or job.status})",
+                f"no waiting naming `{command}`: {why}; seen {self.sequence()}{self.last_line()}",
             )
         self.check_screen(Activity.WAITING, command)
 
@@ -299,6 +303,14 @@ class _Drive:
                 words.append(change.activity)
         return " > ".join(words) or "no activity"
 
+    def last_line(self) -> str:
+        """The pane's last line, for a step that did not happen ("" when none is left)."""
+        try:
+            lines = self.orch.driver.capture(self.pane_id, 60)
+        except TmuxError:
+            return ""
+        return f"; its screen ends with {lines[-1].strip()!r}" if lines else ""
+
     def title(self) -> str:
         """The pane's title, as the agent set it (a constant tmux format: no agent text)."""
         result = self.orch.driver.server.cmd(
@@ -318,7 +330,7 @@ class _Drive:
             job = self.orch.registry.get(self.job_id)
             if holds(job):
                 return job
-            if time.monotonic() > deadline:
+            if job.status in ENDED or time.monotonic() > deadline:
                 return None
             time.sleep(0.2)
 

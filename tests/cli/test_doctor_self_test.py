@@ -4,6 +4,7 @@ non-zero exit, before anything starts (the real runs: tests/agents/test_self_tes
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,23 @@ def test_an_alias_names_its_kind(cli, tmp_path: Path) -> None:  # type: ignore[n
     result = cli("doctor", "--self-test", "claude-code", env={"PATH": str(empty)})
     assert result.returncode == 1, result
     assert "claude is not installed" in one_line(result.stderr)
+
+
+def test_an_agent_that_dies_at_start_is_named_and_its_text_stays_harmless(
+    cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A `claude` on PATH that exits at once (its version line carries a terminal escape):
+    the self-test runs it for real, says the job ended, names what broke, and prints
+    none of its control characters."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\nprintf '2.1.197 (Claude Code)\\033]0;pwned\\007\\n'\nexit 3\n")
+    fake.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    result = cli("doctor", "--self-test", "claude", env={"PATH": path, "COLUMNS": "200"})
+    assert result.returncode == 1, result
+    assert one_line(result.stderr).endswith("self-test broke: claude (activity, hook)")
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    activity = next(line for line in result.stdout.splitlines() if "│ activity" in line)
+    assert "BROKEN" in activity and "the job ended error" in activity
