@@ -62,10 +62,12 @@ INSTALL_HINTS = {
 }
 
 
-def version_of(argv: list[str]) -> str:
+def version_of(argv: list[str], env: dict[str, str] | None = None) -> str:
     """The first line a version command prints (or why there is none)."""
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=20, check=False, env=env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"? ({exc.__class__.__name__})"
     lines = (result.stdout or result.stderr).strip().splitlines()
@@ -194,12 +196,16 @@ def run_self_test(agents: tuple[str, ...], as_json: bool) -> None:
     """`doctor --self-test`: check the names first, warn for untested versions, run."""
     from app.agents import built_in
     from app.commands.doctor_self_test import chosen_agents, run_self_tests
+    from app.selftest.offline import base_env
 
     chosen = chosen_agents(agents, INSTALL_HINTS)
     for tool, hint in (("tmux", "apt-get install tmux"), ("git", "apt-get install git")):
         if shutil.which(tool) is None:
             raise click.ClickException(f"the self-test needs {tool}: {hint}")
-    versions = {kind: version_of([path, "--version"]) for kind, path in chosen.items()}
+    with tempfile.TemporaryDirectory(prefix="orchestrate-st-home-") as home:
+        # even `gemini --version` writes a ~/.gemini: asked with a throwaway home
+        env = base_env(Path(home))
+        versions = {kind: version_of([path, "--version"], env) for kind, path in chosen.items()}
     for kind, version in versions.items():
         adapter = built_in(kind)
         tested = adapter.tested_versions if adapter is not None else None
