@@ -63,10 +63,12 @@ INSTALL_HINTS = {
 }
 
 
-def version_of(argv: list[str]) -> str:
+def version_of(argv: list[str], env: dict[str, str] | None = None) -> str:
     """The first line a version command prints (or why there is none)."""
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=20, check=False, env=env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"? ({exc.__class__.__name__})"
     lines = (result.stdout or result.stderr).strip().splitlines()
@@ -157,13 +159,26 @@ def user_rules() -> UserRules:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent.")
-def doctor(as_json: bool) -> None:
+@click.option(
+    "--self-test",
+    "self_test",
+    is_flag=True,
+    help="Run each installed agent (or each AGENT) offline through orchestrate and say "
+    "which of its signals work with this version.",
+)
+@click.argument("agents", nargs=-1, metavar="[AGENT]...")
+def doctor(as_json: bool, self_test: bool, agents: tuple[str, ...]) -> None:
     """Say which agent CLIs are installed, their versions, and whether hooks work."""
+    if agents and not self_test:
+        raise click.UsageError("AGENT names are for --self-test")
     from app.commands.policy import warn_if_broken
 
     settings = click.get_current_context().find_object(Settings)
     if settings is not None:
         warn_if_broken(settings.state_dir)
+    if self_test:
+        run_self_test(agents, as_json)
+        return
     results = checks()
     for check in results:
         if check.warning:
@@ -191,3 +206,26 @@ def doctor(as_json: bool) -> None:
             click.echo(f"         approvals: {check.approvals}")
     if not all(check.ok for check in results):
         raise click.exceptions.Exit(1)
+
+
+def run_self_test(agents: tuple[str, ...], as_json: bool) -> None:
+    """`doctor --self-test`: check the names first, warn for untested versions, run."""
+    from app.agents import built_in
+    from app.commands.doctor_self_test import chosen_agents, run_self_tests
+    from app.selftest.offline import base_env
+
+    chosen = chosen_agents(agents, INSTALL_HINTS)
+    for tool, hint in (("tmux", "apt-get install tmux"), ("git", "apt-get install git")):
+        if shutil.which(tool) is None:
+            raise click.ClickException(f"the self-test needs {tool}: {hint}")
+    with tempfile.TemporaryDirectory(prefix="orchestrate-st-home-") as home:
+        # even `gemini --version` writes a ~/.gemini: asked with a throwaway home
+        env = base_env(Path(home))
+        versions = {kind: version_of([path, "--version"], env) for kind, path in chosen.items()}
+    for kind, version in versions.items():
+        adapter = built_in(kind)
+        tested = adapter.tested_versions if adapter is not None else None
+        warning = untested_warning(kind, tested, version)
+        if warning:
+            click.echo(warning, err=True)
+    run_self_tests(chosen, versions, as_json)

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.selftest.models.anthropic import AnthropicMessages
+from app.selftest.models.gemini import GeminiApi
+from app.selftest.models.openai_chat import OpenAIChat
+from app.selftest.models.openai_responses import OpenAIResponses
+from app.selftest.models.server import WireApi
 from tests.agents import sandbox
-from tests.agents.fake_models.anthropic import AnthropicMessages
-from tests.agents.fake_models.gemini import GeminiApi
-from tests.agents.fake_models.openai_chat import OpenAIChat
-from tests.agents.fake_models.openai_responses import OpenAIResponses
-from tests.agents.fake_models.server import WireApi
 from tests.agents.sandbox import AgentRun
 from tests.agents.tmux_pane import AgentPane
 

@@ -23,10 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from app.selftest.models.script import Reply, RunShell, Script
+from app.selftest.models.server import FakeModelServer
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import AGENT_BIN, REPO
-from tests.agents.fake_models.script import Reply, RunShell, Script
-from tests.agents.fake_models.server import FakeModelServer
 
 DEFAULT_JOBS = ("claude=claude", "codex=codex", "gemini=gemini")
 CODEX_DIALOGS = 'approval_policy = "on-request"\nsandbox_mode = "workspace-write"\n'

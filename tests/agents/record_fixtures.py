@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from app.selftest.models.script import Reply, RunShell, Script
+from app.selftest.models.server import FakeModelServer, RecordedRequest
 from tests.agents.agent_cases import AGENTS, AgentCase
-from tests.agents.fake_models.script import Reply, RunShell, Script
-from tests.agents.fake_models.server import FakeModelServer, RecordedRequest
 from tests.agents.tmux_pane import AgentPane
 from tests.polling import poll_until
 

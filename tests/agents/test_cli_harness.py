@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from app.selftest.models.script import Script
 from tests.agents.agent_cases import AGENTS, AgentCase
 from tests.agents.clis import require
-from tests.agents.fake_models.script import Script
 from tests.plugin.models import ServeModel
 from tests.polling import poll_until
 

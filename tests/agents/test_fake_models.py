@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from tests.agents.fake_models.anthropic import AnthropicMessages
-from tests.agents.fake_models.gemini import GeminiApi
-from tests.agents.fake_models.openai_chat import OpenAIChat
-from tests.agents.fake_models.openai_responses import OpenAIResponses
-from tests.agents.fake_models.script import Fail, Reply, RunShell, Script, Usage, fill_schema
-from tests.agents.fake_models.server import FakeModelServer
+from app.selftest.models.anthropic import AnthropicMessages
+from app.selftest.models.gemini import GeminiApi
+from app.selftest.models.openai_chat import OpenAIChat
+from app.selftest.models.openai_responses import OpenAIResponses
+from app.selftest.models.script import Fail, Reply, RunShell, Script, Usage, fill_schema
+from app.selftest.models.server import FakeModelServer
 from tests.plugin.models import ServeModel
 
 

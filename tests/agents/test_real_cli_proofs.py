@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.control import Orchestrator
+from app.selftest.models.script import Reply, Script, Usage
 from app.usage.sync import sync_usage
 from registry.history.aggregate_py import aggregate_facts
 from registry.history.facts import Fact
@@ -27,7 +28,6 @@ from registry.jobs import Registry
 from registry.vocabulary import Activity, MessageType
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from tests.agents.fake_models.script import Reply, Script, Usage
 from tests.agents.test_orchestrated_agents import supervise_until
 from tests.plugin.models import ServeModel
 from tests.polling import poll_until

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.control import Orchestrator
+from app.selftest.models.script import Script
 from tests.agents import clis
-from tests.agents.fake_models.script import Script
 from tests.agents.sandbox import claude
 from tests.agents.test_orchestrated_agents import supervise_until
 from tests.ci import missing_part

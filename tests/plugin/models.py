@@ -1,4 +1,4 @@
-"""Scripted fake model servers (``tests/agents/fake_models``) for driving real agent CLIs
+"""Scripted fake model servers (``app/selftest/models``) for driving real agent CLIs
 offline, each stopped after the test that started it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.agents.fake_models.script import Script
-from tests.agents.fake_models.server import FakeModelServer, WireApi
+from app.selftest.models.script import Script
+from app.selftest.models.server import FakeModelServer, WireApi
 
 ServeModel = Callable[[WireApi, Script], FakeModelServer]
 

@@ -17,12 +17,12 @@ from app.control import Orchestrator
 from app.review.flow import ReviewFlow
 from app.review.merging import approve
 from app.review.worktree import plan_worktree, worktree_root
+from app.selftest.models.script import Reply, RunShell, Script
+from app.selftest.models.server import FakeModelServer
 from app.settings import Settings
 from registry.vocabulary import Answer, JobStatus, ReviewState
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from tests.agents.fake_models.script import Reply, RunShell, Script
-from tests.agents.fake_models.server import FakeModelServer
 from tests.polling import poll_until
 
 # Two turns of a real Claude Code, each with a permission dialog: ~20 s at load ~20.

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from app.selftest.models.server import FakeModelServer
 from registry.jobs import Registry
 from tests.agents.clis import require
-from tests.agents.fake_models.server import FakeModelServer
 from tests.agents.offline_lab import prepare
 from tests.plugin.tmux import NewTmuxServer
 from tests.tui.live.test_end_to_end import TuiPane, watch_env

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.agents.fake_models.script import SIDE_USAGE, Reply, RunShell, Usage, fill_schema
-from tests.agents.fake_models.server import JsonResponse, RecordedRequest, Response, SseResponse
+from app.selftest.models.script import SIDE_USAGE, Reply, RunShell, Usage, fill_schema
+from app.selftest.models.server import JsonResponse, RecordedRequest, Response, SseResponse
 
 SIDE_ANSWERS: dict[str, Any] = {
     "complexity_score": 10,

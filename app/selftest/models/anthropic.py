@@ -6,8 +6,8 @@ import itertools
 import json
 from typing import Any
 
-from tests.agents.fake_models.script import SIDE_USAGE, Reply, RunShell, Usage, fill_schema
-from tests.agents.fake_models.server import JsonResponse, RecordedRequest, Response, SseResponse
+from app.selftest.models.script import SIDE_USAGE, Reply, RunShell, Usage, fill_schema
+from app.selftest.models.server import JsonResponse, RecordedRequest, Response, SseResponse
 
 MODEL = "claude-fake-1"
 TITLE = "Fake session"

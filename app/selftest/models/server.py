@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from tests.agents.fake_models.script import Fail, Reply, RunShell, Script, Step, Usage
+from app.selftest.models.script import Fail, Reply, RunShell, Script, Step, Usage
 
 GATE_TIMEOUT_S = 60.0
 """How long a gated step waits for the test to release it before answering anyway."""

@@ -6,8 +6,8 @@ import itertools
 import time
 from typing import Any
 
-from tests.agents.fake_models.script import SIDE_USAGE, Reply, RunShell, Usage
-from tests.agents.fake_models.server import JsonResponse, RecordedRequest, Response, SseResponse
+from app.selftest.models.script import SIDE_USAGE, Reply, RunShell, Usage
+from app.selftest.models.server import JsonResponse, RecordedRequest, Response, SseResponse
 
 
 class OpenAIChat:
