@@ -44,7 +44,7 @@ PRICES = {"price": [{"agent": agent, "model": "*", "input": 15, "output": 75, "c
                      "cache_write": 18.75} for agent in ("claude", "codex", "gemini")]}  # fmt: skip
 """Dollars per million tokens, the same for each agent's model."""
 
-# What each CLI writes down for TURN_USAGE, by the API's meaning (fake_models/script.py):
+# What each CLI writes down for TURN_USAGE, by the API's meaning (app/selftest/models/script.py):
 # Anthropic's input excludes the cached read and reports the cache write; OpenAI's and
 # Gemini's input includes the cached part, and they report no cache write.
 RECORDED = {

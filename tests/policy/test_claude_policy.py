@@ -11,7 +11,7 @@ import pytest
 from app.control import Orchestrator
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from tests.agents.fake_models.script import Reply, RunShell, Script
+from app.selftest.models.script import Reply, RunShell, Script
 from tests.agents.test_orchestrated_agents import supervise_until
 from tests.conftest import run_cli
 from tests.plugin.models import ServeModel
