@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from app.control import Orchestrator
+from app.selftest.models.script import Reply, RunShell, Script
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from app.selftest.models.script import Reply, RunShell, Script
 from tests.agents.test_orchestrated_agents import supervise_until
 from tests.conftest import run_cli
 from tests.plugin.models import ServeModel
