@@ -65,6 +65,10 @@ class Activity(StrEnum):
     STALLED = "stalled"
     EXITED = "exited"
     INTERRUPTED = "interrupted"
+    BLOCKED = "blocked"
+    """The agent stopped after it was refused something it wanted to do (Claude Code's
+    auto mode blocked a command): no dialog to answer, but it needs a person
+    (``registry/states.py`` ``after_block``)."""
 
 
 class Answer(StrEnum):
