@@ -87,6 +87,7 @@ class HourlyAggregate(NamedTuple):
     stalled_ms: int
     exited_ms: int
     interrupted_ms: int
+    blocked_ms: int
     asks: int
     answered: int
     response_ms_p50: float | None

@@ -15,6 +15,7 @@ import pytest
 from app.agents.base import LaunchContext
 from app.agents.claude import Claude
 from app.agents.screen import match_screen
+from app.tui.rows import job_row
 from registry.activity import Observation
 from registry.jobs import Registry
 from registry.needs_you import Signal, read_waiting, watched
@@ -135,6 +136,9 @@ def test_an_agent_that_stops_after_a_block_needs_a_person(registry: Registry) ->
     assert read_waiting_count(conn) == 1 and [w.job_id for w in read_waiting(conn)] == [job_id]
     signal = Signal("needs_you", watched(job))
     assert signal.text.endswith(f"needs you: auto mode blocked `{BLOCKED_COMMAND}`")
+    row = job_row(job)  # the control room's jobs table
+    assert row.activity == Activity.BLOCKED and not row.waiting_permission
+    assert row.progress_detail == f"auto mode blocked `{BLOCKED_COMMAND}`"
 
     # the idle screen and a repeated Stop say nothing new: one block, one signal
     screen_idle = match_screen("claude", Claude.screen_rules, screen("auto-mode-blocked-2.1.332"))
@@ -177,6 +181,7 @@ def test_the_screen_idle_before_the_stop_hook_also_counts_as_blocked(registry: R
     [
         ("dialog-bash-default-mode-2.1.332", Activity.WAITING, "Bash `touch done.txt`"),
         ("auto-mode-cannot-check-2.1.332", Activity.WAITING, "Auto mode can't check actions"),
+        ("auto-mode-offer-after-no-2.1.332", Activity.WAITING, "Make auto mode your default"),
         ("auto-mode-blocked-2.1.332", Activity.IDLE, ""),
         ("idle-manual-mode-2.1.332", Activity.IDLE, ""),
     ],
