@@ -92,6 +92,12 @@ class Claude(AgentAdapter):
             Activity.WAITING,
             r"^\s*(?P<question>Auto mode can't check actions in this session)\s*$",
         ),
+        # 2.1.332, in manual mode, after a "no": an offer to make auto mode the default
+        ScreenRule(
+            "claude.auto_mode_offer",
+            Activity.WAITING,
+            r"^\s*(?P<question>Make auto mode your default permission mode\?)\s*$",
+        ),
         ScreenRule("claude.working", Activity.WORKING, r"esc to interrupt", lines=4),
         # 2.1.332 in auto mode: the footer says so instead of "? for shortcuts"
         ScreenRule(

@@ -77,13 +77,21 @@ def type_answer(
         time.sleep(POLL_SEC)
     time.sleep(SETTLE_SEC)
     if question.adapter.selection_list:
+        answered = match_screen(job.agent, rules, panes.driver.capture(pane_id, SCREEN_LINES))
         how = answer_by_meaning(
             lambda: panes.driver.capture(pane_id, SCREEN_LINES),
             lambda names: panes.driver.send_key_names(pane_id, names),
             reply,
             question.adapter.answer_words,
         )
-        return how, lambda: not dialog_shown()
+
+        def moved_on() -> bool:
+            """The dialog answered left: no question, or another one (Claude Code 2.1.332
+            follows a "no" with an offer to make auto mode the default)."""
+            now = match_screen(job.agent, rules, panes.driver.capture(pane_id, SCREEN_LINES))
+            return now is None or now != answered
+
+        return how, moved_on
     panes.driver.send_key_names(pane_id, keys)
     resend_at = time.monotonic() + RESEND_AFTER_SEC
     while dialog_shown() and reread().activity_at_ms == job.activity_at_ms:

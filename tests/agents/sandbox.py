@@ -72,6 +72,10 @@ def _write_json(path: Path, data: Any) -> Path:
     return path
 
 
+CLAUDE_ASK_ME: dict[str, Any] = {"permissions": {"defaultMode": "default"}}
+"""A user's own Claude settings that keep permission dialogs (2.1.197 asks by default)."""
+
+
 def claude(
     root: Path, workdir: Path, base_url: str, settings: Mapping[str, Any] | None = None
 ) -> AgentRun:
@@ -86,6 +90,9 @@ def claude(
             "projects": {str(workdir.resolve()): {"hasTrustDialogAccepted": True}},
         },
     )
+    # the user asks to be asked: from 2.1.332 auto mode is the default and answers (or
+    # blocks) on its own, so no dialog would come (test_claude_latest.py drives auto mode)
+    _write_json(config / "settings.json", CLAUDE_ASK_ME)
     env = base_env(
         root / "home",
         {

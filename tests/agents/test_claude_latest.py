@@ -21,7 +21,7 @@ from registry.vocabulary import Activity, Answer, JobStatus
 from tests.agents import clis
 from tests.agents.agent_cases import AGENTS
 from tests.agents.fake_models.script import Reply, RunShell, Script
-from tests.agents.sandbox import AgentRun, claude
+from tests.agents.sandbox import CLAUDE_ASK_ME, AgentRun, claude
 from tests.agents.test_orchestrated_agents import json_text, supervise_until
 from tests.ci import missing_part
 from tests.plugin.models import ServeModel
@@ -32,13 +32,14 @@ VERSION = "2.1.332"
 CLI = clis.AGENT_BIN / ("claude" if clis.AGENT_SET == "latest" else f"claude-{VERSION}")
 """The newest Claude: the latest set's, else 2.1.332 installed beside the pinned one."""
 OFFER = "Make auto mode your default permission mode?"
-ASK_ME = {"permissions": {"defaultMode": "default"}}
-"""What a user who wants to be asked puts in their own settings (auto mode is the default)."""
+AUTO_MODE: dict[str, object] = {}
+"""A user's settings that leave 2.1.332's default, auto mode (the sandbox asks for dialogs)."""
 
 
 def newest_claude(root: Path, work: Path, base_url: str, user_settings: object = None) -> AgentRun:
     """Claude's offline sandbox with the newest CLI; ``user_settings`` written as the
-    (throwaway) user's own settings.json in its config dir."""
+    (throwaway) user's own settings.json in its config dir (the sandbox's asks for
+    dialogs: ``defaultMode: default``)."""
     if not CLI.exists():
         missing_part(f"Claude Code {VERSION} or newer ({CLI}: run scripts/setup-agents)")
     run = claude(root, work, base_url)
@@ -72,7 +73,7 @@ def test_an_auto_mode_block_is_recorded_and_the_stopped_agent_needs_you(
     command = f"rm -rf {outside}"
     script = Script([RunShell(command, flagged=True), Reply("I was blocked, so I stop here.")])
     model = serve_model(AGENTS["claude"].api(), script)
-    run = newest_claude(tmp_path / "claude", work, model.base_url)
+    run = newest_claude(tmp_path / "claude", work, model.base_url, AUTO_MODE)
     job = orch.submit("clean up", "claude", "auto", agent_cmd=run.argv, env=run.env, workdir=work)
 
     def stopped_blocked(j: Job) -> bool:
@@ -105,7 +106,7 @@ def test_the_bash_dialog_is_answered_when_the_user_asks_for_dialogs(
     work = tmp_path / "job-tree"
     work.mkdir()
     model = serve_model(AGENTS["claude"].api(), Script.shell_then_reply("touch done.txt"))
-    run = newest_claude(tmp_path / "claude", work, model.base_url, ASK_ME)
+    run = newest_claude(tmp_path / "claude", work, model.base_url, CLAUDE_ASK_ME)
     job = orch.submit("create done.txt", "claude", f"ask-{answer}", agent_cmd=run.argv,
                       env=run.env, workdir=work)  # fmt: skip
 
@@ -121,18 +122,37 @@ def test_the_bash_dialog_is_answered_when_the_user_asks_for_dialogs(
         wait_for(lambda: (work / "done.txt").exists(), "the approved command never ran")
         done = supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE, "idle")
         assert not done.needs_person
-    else:
-        # 2.1.332 may follow a "no" with an offer to make auto mode the default, which no
-        # screen rule reads yet (the job keeps the hook's question until it is answered):
-        # here, the Bash dialog went and nothing ran
+        # after a turn in manual mode 2.1.332 may offer to make auto mode the default: the
+        # job then waits on that question, and a no to it leaves the agent idle
         pane = orch.pane_for_job(job.job_id)
         assert pane is not None
 
-        def dialog_gone(j: Job) -> bool:
-            screen = "\n".join(orch.driver.capture(pane, 40))
-            return "Do you want to proceed?" not in screen and (not j.waiting or OFFER in screen)
+        def offer_read_or_none(j: Job) -> bool:
+            shown = OFFER in "\n".join(orch.driver.capture(pane, 40))
+            asked = (j.activity_data or {}).get("question") == OFFER
+            return asked if shown else time.monotonic() > quiet_until
 
-        gone = supervise_until(orch, job.job_id, dialog_gone, "the Bash dialog to go")
+        quiet_until = time.monotonic() + 5
+        offered = supervise_until(orch, job.job_id, offer_read_or_none, "the offer read")
+        if offered.waiting:
+            assert orch.answer(job.job_id, Answer.NO).how.endswith("(No, keep manual mode)")
+            supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE, "idle again")
+    else:
+        # 2.1.332 may follow a "no" with an offer to make auto mode the default: a
+        # question of its own (the job keeps the hook's, which outranks the screen's),
+        # declined by meaning ("No, keep manual mode")
+        pane = orch.pane_for_job(job.job_id)
+        assert pane is not None
+
+        def offered_or_gone(j: Job) -> bool:
+            return not j.waiting or OFFER in "\n".join(orch.driver.capture(pane, 40))
+
+        gone = supervise_until(
+            orch, job.job_id, offered_or_gone, "the question to go, or the offer"
+        )
+        if gone.waiting:
+            assert orch.answer(job.job_id, Answer.NO).how.endswith("(No, keep manual mode)")
+            gone = supervise_until(orch, job.job_id, lambda j: not j.waiting, "the offer to go")
         assert gone.status == JobStatus.RUNNING and not (work / "done.txt").exists()
     orch.cancel(job.job_id, grace_sec=2)
 

@@ -60,7 +60,16 @@ LOOKS: dict[str, Look] = {
 }
 UNKNOWN_LOOK = Look("?", "foreground")
 # The order the header counts activities in: what needs a person first.
-ACTIVITY_ORDER = ("waiting", "blocked", "stalled", "interrupted", "idle", "working", "starting", "exited")
+ACTIVITY_ORDER = (
+    "waiting",
+    "blocked",
+    "stalled",
+    "interrupted",
+    "idle",
+    "working",
+    "starting",
+    "exited",
+)
 
 
 def look_of(state: str) -> Look:
