@@ -22,18 +22,23 @@ from typing import Any, Final
 
 from bus.text import replace_hidden
 from registry.errors import InvalidJobInput
+from registry.states import after_block
 from registry.vocabulary import Activity
 
 ACTIVITIES: Final = tuple(Activity)
 """Every activity a running job can have (SPEC §3)."""
 
-NEEDS_PERSON: Final = frozenset({Activity.WAITING})
+NEEDS_PERSON: Final = frozenset({Activity.WAITING, Activity.BLOCKED})
+"""Activities a person must act on: a dialog to answer, or a refusal the agent stopped at.
+Only ``waiting`` takes an answer (``Job.waiting``)."""
 APP_SERVER: Final = "appserver:"
 STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER)
 """Sources that report from inside the agent; its status sequence and screen are
 weaker (see Observation.defers_to)."""
 MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
+_ABOUT: Final = ("question", "tool", "command", "blocked_by")
+"""The fields that say what a sighting is about (stored when not empty)."""
 
 # Source prefixes, and how `job why` says them.
 _SOURCE_WORDS: Final = {
@@ -84,6 +89,8 @@ class Observation:
 
     ``source`` names where it came from as ``kind:agent:name`` (``hook:claude:
     PermissionRequest``, ``screen:aider.run_shell``, ``osc:codex``, ``process``).
+    ``blocked_by`` names what refused the agent the ``tool``/``command`` ("auto mode"),
+    with its reason in ``question``; empty when nothing was refused.
     """
 
     activity: str
@@ -92,6 +99,7 @@ class Observation:
     tool: str = ""
     command: str = ""
     exit_status: int | None = None
+    blocked_by: str = ""
 
     def __post_init__(self) -> None:
         """Refuse an activity the model does not know (a typo in an adapter or a rule)."""
@@ -103,7 +111,7 @@ class Observation:
     def to_data(self) -> dict[str, Any]:
         """The event's ``data``: everything but empty fields."""
         data: dict[str, Any] = {"activity": self.activity, "source": clean_text(self.source, 120)}
-        for name in ("question", "tool", "command"):
+        for name in _ABOUT:
             value = clean_text(getattr(self, name))
             if value:
                 data[name] = value
@@ -122,19 +130,39 @@ class Observation:
             tool=clean_text(data.get("tool")),
             command=clean_text(data.get("command")),
             exit_status=status if type(status) is int else None,
+            blocked_by=clean_text(data.get("blocked_by"), 60),
         )
 
     def same_as(self, activity: str | None, data: Mapping[str, Any] | None) -> bool:
         """True when this says nothing new over the job's current activity: the same
-        activity (a repeated signal is one change), and for ``waiting`` the same
-        question (a second question is a new wait)."""
+        activity (a repeated signal is one change), and for ``waiting`` or a block the
+        same question (a second question is a new wait, a second refusal news)."""
         if activity != self.activity:
             return False
-        if self.activity not in NEEDS_PERSON:
-            return True
         data = data or {}
+        if self.activity not in NEEDS_PERSON and not (self.blocked_by or data.get("blocked_by")):
+            return True
         mine = self.to_data()
-        return all(mine.get(k) == data.get(k) for k in ("question", "tool", "command"))
+        return all(mine.get(k) == data.get(k) for k in _ABOUT)
+
+    def after(self, current: Observation | None) -> Observation:
+        """This sighting as it counts after the job's ``current`` activity: while the
+        agent's last news is a block it has not gone on from, an idle sighting (a hook's
+        Stop, its idle screen) says it stopped at the block (``after_block``), and keeps
+        what was blocked. Applied wherever a change is written, so every source agrees."""
+        if current is None or not current.blocked_by or self.blocked_by:
+            return self
+        activity = after_block(self.activity)
+        if activity == self.activity:
+            return self
+        return Observation(
+            activity,
+            self.source,
+            question=current.question,
+            tool=current.tool,
+            command=current.command,
+            blocked_by=current.blocked_by,
+        )
 
     def defers_to(self, current: Observation | None) -> bool:
         """Whether this sighting, from a weaker source, must leave the job's current
@@ -163,7 +191,11 @@ class Observation:
         return self.source.startswith("osc:") or (asking and self.source.startswith("screen:"))
 
     def summary(self) -> str:
-        """What it is about, in a few words: "Bash `npm test`", or the question."""
+        """What it is about, in a few words: "Bash `npm test`", or the question; a block
+        says what blocked what ("auto mode blocked `rm -rf build`")."""
+        if self.blocked_by:
+            what = f"`{self.command}`" if self.command else self.tool or "a tool call"
+            return f"{self.blocked_by} blocked {what}"
         if self.command:
             return f"{self.tool} `{self.command}`" if self.tool else f"`{self.command}`"
         return self.question or self.tool
@@ -205,6 +237,8 @@ def explain(change: ActivityChange, *, with_date: bool = False) -> str:
     about = obs.summary()
     if obs.exit_status is not None:
         about = f"exit status {obs.exit_status}" + (f"; {about}" if about else "")
+    if obs.blocked_by and obs.question:
+        about = f"{about} ({obs.question})"
     return f"{text}: {about}" if about else text
 
 

@@ -304,6 +304,7 @@ class Registry:
             current = activities.observation_of(
                 job.activity, job.activity_source, job.activity_data
             )
+            observation = observation.after(current)
             if (
                 job.status != JobStatus.RUNNING
                 or observation.same_as(job.activity, job.activity_data)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from registry.activity import observation_of
 from registry.records import Job, iso_ms_from_ms, job_from_row
 from registry.vocabulary import JobStatus, MessageType
-from registry.waiting_count import WAITING_WHERE
+from registry.waiting_count import NEEDS_YOU_WHERE
 
 if TYPE_CHECKING:
     from bus.messages import Bus
@@ -189,8 +189,8 @@ def _iso_ms(stamp: str | None) -> int:
 
 
 def watched(job: Job) -> Watched:
-    """A registry job as the signals see it."""
-    waiting = job.waiting
+    """A registry job as the signals see it: one stopped at a block needs a person too."""
+    waiting = job.needs_person
     if waiting:
         since = job.activity_at_ms or _iso_ms(job.last_event_at) or _iso_ms(job.updated_at)
         seen = observation_of(job.activity, job.activity_source, job.activity_data)
@@ -212,9 +212,9 @@ def watched(job: Job) -> Watched:
 
 
 def read_waiting(conn: sqlite3.Connection) -> list[Watched]:
-    """The jobs waiting on a person now, oldest first."""
+    """The jobs waiting on a person now (a dialog, or stopped at a block), oldest first."""
     rows = conn.execute(
-        f"SELECT * FROM jobs WHERE {WAITING_WHERE} ORDER BY created_at_ms, job_id"
+        f"SELECT * FROM jobs WHERE {NEEDS_YOU_WHERE} ORDER BY created_at_ms, job_id"
     ).fetchall()
     return [watched(job_from_row(row)) for row in rows]
 

@@ -272,6 +272,10 @@ class EventRecorder:
         """The activity an event shows: its own for an ``activity`` event, working for
         started/progress, waiting for permission_required; the row as it now is."""
         seen = _activity_shown(event, job.agent)
+        if seen is not None:  # a remote agent's idle after a block counts as here
+            seen = seen.after(activities.observation_of(
+                job.activity, job.activity_source, job.activity_data
+            ))  # fmt: skip
         if seen is None or seen.same_as(job.activity, job.activity_data):
             return job
         at_ms = now_ms()

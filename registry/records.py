@@ -160,6 +160,13 @@ class Job:
             return self.activity == Activity.WAITING
         return self.last_event == EventType.PERMISSION_REQUIRED
 
+    @property
+    def needs_person(self) -> bool:
+        """True while a person must act: it waits (`waiting`), or its agent stopped at
+        a block (auto mode refused a command: nothing to answer, but it is stuck)."""
+        blocked = self.status == JobStatus.RUNNING and self.activity == Activity.BLOCKED
+        return self.waiting or blocked
+
 
 def job_from_row(row: sqlite3.Row) -> Job:
     """Decode a ``jobs`` row."""

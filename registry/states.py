@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from registry.errors import IllegalTransition, UnknownStatus
-from registry.vocabulary import JobStatus, ReviewState, SessionStatus
+from registry.vocabulary import Activity, JobStatus, ReviewState, SessionStatus
 
 
 @dataclass(frozen=True)
@@ -274,6 +274,23 @@ WORKER: Final = StateMachine(
 job (error|cancelled -> pending) puts its work tree back to WORKING."""
 
 MACHINES: Final[Mapping[str, StateMachine]] = {m.name: m for m in (JOB, SESSION, WORKER)}
+
+STOPPED_AFTER_BLOCK: Final = frozenset({Activity.IDLE, Activity.BLOCKED})
+"""What an agent that was refused something and has not gone on since may be seen
+doing, to count as stopped at the refusal."""
+
+
+def after_block(seen: str) -> str:
+    """The activity a sighting means while the agent's last news was a block (auto mode
+    refused a command): idle there is ``blocked``, since an agent that stops after a
+    refusal did not get what it needed and waits on a person, though no dialog asks
+    (shown ``idle``, it would read as done, and a job done at idle would complete).
+    Any other sighting (working on, a dialog, an exit) is news of its own.
+
+    >>> after_block(Activity.IDLE) == Activity.BLOCKED, after_block(Activity.WORKING)
+    (True, <Activity.WORKING: 'working'>)
+    """
+    return Activity.BLOCKED if seen in STOPPED_AFTER_BLOCK else seen
 
 
 def check_transition(

@@ -68,6 +68,10 @@ class Activity(StrEnum):
     UNKNOWN = "unknown"
     """Its screen changed to one no screen rule explains, and no structured signal
     said what it does since: the pane's last lines say (app/supervision/observer.py)."""
+    BLOCKED = "blocked"
+    """The agent stopped after it was refused something it wanted to do (Claude Code's
+    auto mode blocked a command): no dialog to answer, but it needs a person
+    (``registry/states.py`` ``after_block``)."""
 
 
 class Answer(StrEnum):

@@ -18,11 +18,16 @@ WAITING_WHERE: Final = (
 """SQL for `Job.waiting`: the agent's dialog is up, or (no activity observed yet)
 its last published event asked for permission. tests/registry/test_needs_you.py
 holds the two to the same answer."""
+NEEDS_YOU_WHERE: Final = (
+    f"({WAITING_WHERE}) OR (status = '{JobStatus.RUNNING}' AND activity = '{Activity.BLOCKED}')"
+)
+"""SQL for `Job.needs_person`: waiting, or its agent stopped at a block (nothing to answer,
+but a person must look): what the needs-you count counts."""
 
 
 def read_waiting_count(conn: sqlite3.Connection) -> int:
-    """How many jobs wait on a person now."""
-    row = conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {WAITING_WHERE}").fetchone()
+    """How many jobs wait on a person now (a dialog, or stopped at a block)."""
+    row = conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {NEEDS_YOU_WHERE}").fetchone()
     return int(row[0]) if row else 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from app.agents.base import (
@@ -26,18 +27,28 @@ from registry.activity import AGENT_NAMES, Observation
 from registry.vocabulary import Activity
 
 # Hook events orchestrate listens to, and the activity each one means. The
-# Notification events come late (permission_prompt 6 s after the dialog,
-# idle_prompt 60 s after Stop): PermissionRequest and Stop already said it.
+# permission_prompt and idle_prompt Notifications come late (6 s after the dialog,
+# 60 s after Stop): PermissionRequest and Stop already said it; only the
+# notifications in NOTIFICATION_WAITS are read.
 HOOK_ACTIVITY: dict[str, str] = {
     "UserPromptSubmit": Activity.WORKING,
     "PreToolUse": Activity.WORKING,
     "PermissionRequest": Activity.WAITING,
+    # Auto mode (2.1.332's default) refused a tool call. The agent works on (the model
+    # is told, and may try another way); stopping after it counts as `blocked`.
+    "PermissionDenied": Activity.WORKING,
     "PostToolUse": Activity.WORKING,
+    "Notification": Activity.WAITING,
     "Stop": Activity.IDLE,
     "StopFailure": Activity.IDLE,
     "SessionEnd": Activity.EXITED,
 }
-TOOL_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse")
+TOOL_EVENTS = ("PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse")
+NOTIFICATION_WAITS = frozenset({"agent_needs_input"})
+"""Notifications that are a dialog of their own (2.1.332: "Auto mode can't check actions
+in this session and needs your choice", when auto mode's server-side check fails)."""
+BLOCKERS: dict[str, str] = {"auto": "auto mode"}
+"""What refused a tool call, by the payload's ``permission_mode``, as `job why` says it."""
 HOOK_TIMEOUT_SEC = 5
 
 
@@ -53,6 +64,9 @@ class Claude(AgentAdapter):
     keys = NUMBERED_MENU  # Claude: 2 switches the session to accept-edits
     # 2.1.332's trust dialog has no numbers and starts on "No, exit": answered by meaning.
     selection_list = True
+    # 2.1.332's Bash dialog offers "Yes, and switch to auto mode": a second yes that also
+    # hands the session's later prompts to auto mode, which orchestrate never chooses.
+    answer_words = MappingProxyType({"switch to auto mode": None})
     tested_versions = TestedVersions("2.1.197", "2.1.197")
     screen_rules = (
         ScreenRule(
@@ -66,10 +80,29 @@ class Claude(AgentAdapter):
             Activity.WAITING,
             r"^\s*(?P<question>Do you want to (?:proceed|make this edit to .+|create .+)\?)\s*$"
             r"(?:\n.*){0,2}\n\s*\u276f?\s*1\. Yes",
-            details=(r"^\s*(?P<tool>[A-Z]\w+) command\s*\n+\s*(?P<command>\S.*)$",),
+            details=(
+                # 2.1.332: a tip and the description first, the command between dashed rules
+                r"^\s*(?P<tool>[A-Z]\w+) command\s*\n(?:.*\n){0,3}?\s*\u254c+\s*\n"
+                r"\s*(?P<command>\S.*)$",
+                r"^\s*(?P<tool>[A-Z]\w+) command\s*\n+\s*(?P<command>\S.*)$",
+            ),
+        ),
+        ScreenRule(
+            "claude.auto_mode_check",
+            Activity.WAITING,
+            r"^\s*(?P<question>Auto mode can't check actions in this session)\s*$",
+        ),
+        # 2.1.332, in manual mode, after a "no": an offer to make auto mode the default
+        ScreenRule(
+            "claude.auto_mode_offer",
+            Activity.WAITING,
+            r"^\s*(?P<question>Make auto mode your default permission mode\?)\s*$",
         ),
         ScreenRule("claude.working", Activity.WORKING, r"esc to interrupt", lines=4),
-        ScreenRule("claude.idle", Activity.IDLE, r"\? for shortcuts", lines=4),
+        # 2.1.332 in auto mode: the footer says so instead of "? for shortcuts"
+        ScreenRule(
+            "claude.idle", Activity.IDLE, r"\? for shortcuts|\u23f5\u23f5 auto mode on", lines=4
+        ),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:
@@ -114,7 +147,18 @@ class Claude(AgentAdapter):
         if activity is None:
             return HookReading(agent_session_id=session_id)
         source = f"hook:claude:{event}"
-        if event in TOOL_EVENTS:
+        if event == "Notification":
+            return self._notification(payload, source, session_id)
+        if event == "PermissionDenied":
+            observation = Observation(
+                activity,
+                source,
+                question=text_of(payload.get("reason")),
+                tool=text_of(payload.get("tool_name")),
+                command=tool_command(payload.get("tool_input")),
+                blocked_by=blocker(payload),
+            )
+        elif event in TOOL_EVENTS:
             tool = text_of(payload.get("tool_name"))
             command = tool_command(payload.get("tool_input"))
             question = f"Allow {tool}?" if activity == Activity.WAITING and tool else ""
@@ -126,6 +170,20 @@ class Claude(AgentAdapter):
             observation = Observation(activity, source)
         return HookReading(observation, session_id, wants_decision=event == "PermissionRequest")
 
+    @staticmethod
+    def _notification(
+        payload: Mapping[str, Any], source: str, session_id: str | None
+    ) -> HookReading:
+        """A notification that is a dialog of its own (NOTIFICATION_WAITS); the rest
+        only repeat what another hook said, late."""
+        kind = text_of(payload.get("notification_type"))
+        if kind not in NOTIFICATION_WAITS:
+            return HookReading(agent_session_id=session_id)
+        question = text_of(payload.get("message"))
+        return HookReading(
+            Observation(Activity.WAITING, f"{source}:{kind}", question=question), session_id
+        )
+
     def decision_output(self, event: str, allow: bool, reason: str) -> str | None:
         """PermissionRequest: allow or deny the tool without the dialog."""
         if event != "PermissionRequest":
@@ -135,3 +193,10 @@ class Claude(AgentAdapter):
             decision["message"] = reason or "denied in the orchestrate control room"
         output = {"hookSpecificOutput": {"hookEventName": event, "decision": decision}}
         return json.dumps(output)
+
+
+def blocker(payload: Mapping[str, Any]) -> str:
+    """What refused the tool call, from the permission mode the payload names (2.1.332
+    sends ``permission_mode: auto``; PermissionDenied is documented for auto mode only)."""
+    mode = text_of(payload.get("permission_mode")) or "auto"
+    return BLOCKERS.get(mode, f"Claude Code ({mode} mode)")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from app.agents.screen import match_screen
+from app.agents.screen import ScreenRule, match_screen
 from app.approvals.dialog import read_dialog
 from app.approvals.errors import NotWaitingForPermission
 from app.approvals.meaning import AnswerPlan, plan_answer
@@ -95,7 +95,7 @@ def type_answer(
         time.sleep(POLL_SEC)
     time.sleep(SETTLE_SEC)
     if question.adapter.selection_list:
-        return _by_meaning(panes, question, reply, pane_id, reread, dialog_shown)
+        return _by_meaning(panes, question, reply, pane_id, reread, rules)
     panes.driver.send_key_names(pane_id, keys)
     resend_at = time.monotonic() + RESEND_AFTER_SEC
     while dialog_shown() and reread().activity_at_ms == job.activity_at_ms:
@@ -112,15 +112,23 @@ def _by_meaning(
     reply: Answer,
     pane_id: str,
     reread: Callable[[], Job],
-    dialog_shown: Callable[[], bool],
+    rules: Sequence[ScreenRule],
 ) -> tuple[str, Callable[[], bool]]:
     """The option meaning ``reply`` chosen (selection.py); its Enter sent once more if
     the same list still shows with the marker on it after RESEND_AFTER_SEC (a key
-    Codex dropped): the same option of the same list, so the same answer."""
+    Codex dropped): the same option of the same list, so the same answer. Confirmed
+    when the dialog answered has left: no question on screen, or another one (Claude
+    Code 2.1.332 follows a "no" with an offer to make auto mode the default)."""
     job = question.job
 
     def read() -> Sequence[str]:
         return panes.driver.capture(pane_id, SCREEN_LINES)
+
+    asked = match_screen(job.agent, rules, read())
+
+    def moved_on() -> bool:
+        now = match_screen(job.agent, rules, read())
+        return now is None or now != asked
 
     moved = output_counter(panes.pane_log(job.job_id))
     screen = read()
@@ -147,4 +155,4 @@ def _by_meaning(
         and reread().activity_at_ms == job.activity_at_ms
     ):
         panes.driver.send_key_names(pane_id, ("Enter",), seen_live=True)
-    return how, lambda: not dialog_shown()
+    return how, moved_on

@@ -68,6 +68,9 @@ def job_row(
     interrupted = interruption(job.activity, job.activity_data) if running else None
     if interrupted is not None:  # why it stopped, not its last progress
         detail = interrupted
+    if running and job.activity == Activity.BLOCKED:  # what was refused ("auto mode blocked …")
+        block = observation_of(job.activity, job.activity_source, job.activity_data)
+        detail = block.summary() if block is not None else detail
     return JobRow(
         job_id=job.job_id,
         status=JobStatus(job.status),

@@ -88,6 +88,7 @@ class HourlyAggregate(NamedTuple):
     exited_ms: int
     interrupted_ms: int
     unknown_ms: int
+    blocked_ms: int
     asks: int
     answered: int
     response_ms_p50: float | None

@@ -18,11 +18,19 @@ from tests.agents.clis import cli_path
 __all__ = ["FAKE_KEY", "FAKE_MODEL", "GEMINI_OFFLINE_SETTINGS", "AgentRun", "base_env"]
 
 
+CLAUDE_ASK_ME: dict[str, Any] = {"permissions": {"defaultMode": "default"}}
+"""A user's own Claude settings that keep permission dialogs (2.1.197 asks by default)."""
+
+
 def claude(
     root: Path, workdir: Path, base_url: str, settings: Mapping[str, Any] | None = None
 ) -> AgentRun:
-    """Claude Code offline (see app/selftest/offline.py); ``settings`` go in ``--settings``."""
-    return offline.claude(str(cli_path("claude")), root, workdir, base_url, settings)
+    """Claude Code offline (see app/selftest/offline.py); ``settings`` go in ``--settings``.
+    The user asks to be asked: from 2.1.332 auto mode is the default and answers (or
+    blocks) on its own, so no dialog would come (test_claude_latest.py drives auto mode)."""
+    return offline.claude(
+        str(cli_path("claude")), root, workdir, base_url, settings, user_settings=CLAUDE_ASK_ME
+    )
 
 
 def codex(root: Path, workdir: Path, base_url: str, extra_config: str = "") -> AgentRun:

@@ -11,6 +11,11 @@ from app.selftest.models.server import JsonResponse, RecordedRequest, Response, 
 
 MODEL = "claude-fake-1"
 TITLE = "Fake session"
+SAFETY_CHECK = "dangerous_tool_use"
+"""The safeguard Claude Code's auto mode asks of a turn (2.1.332: ``safeguards`` in the
+request); the server answers it per tool call in the ``message_delta``. Without the answer
+auto mode stops the turn and asks the person ("Auto mode can't check actions")."""
+FLAG_EXPLANATION = "Deletes files outside the work tree and runs a script from the network."
 
 
 class AnthropicMessages:
@@ -37,17 +42,24 @@ class AnthropicMessages:
     def answer_turn(self, request: RecordedRequest, step: RunShell | Reply) -> Response:
         blocks: list[dict[str, Any]] = [{"type": "text", "text": step.text}]
         stop_reason = "end_turn"
+        verdicts: dict[str, Any] = {}
         if isinstance(step, RunShell):
+            tool_id = f"toolu_fake{next(self._ids):04d}"
             blocks.append(
                 {
                     "type": "tool_use",
-                    "id": f"toolu_fake{next(self._ids):04d}",
+                    "id": tool_id,
                     "name": self.shell_tool,
                     "input": {"command": step.command, "description": step.description},
                 }
             )
             stop_reason = "tool_use"
-        return self._message(request, blocks, stop_reason, step.usage)
+            verdicts[tool_id] = _verdict(step.flagged)
+        safety = None
+        if _asks_safety_check(request):
+            status = {"type": "available", "tool_uses": verdicts}
+            safety = [{"type": SAFETY_CHECK, "status": status}]
+        return self._message(request, blocks, stop_reason, step.usage, safety)
 
     def answer_side(self, request: RecordedRequest) -> Response:
         if request.kind == "probe":
@@ -87,6 +99,7 @@ class AnthropicMessages:
         blocks: list[dict[str, Any]],
         stop_reason: str,
         usage: Usage,
+        safety: list[dict[str, Any]] | None = None,
     ) -> Response:
         message_id = f"msg_fake{next(self._ids):04d}"
         body = request.body if isinstance(request.body, dict) else {}
@@ -131,12 +144,15 @@ class AnthropicMessages:
         ]
         for index, block in enumerate(blocks):
             events.extend(_block_events(index, block))
+        delta: dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+        if safety is not None:
+            delta["safeguard_results"] = safety
         events.append(
             (
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                    "delta": delta,
                     "usage": {"output_tokens": usage.output_tokens},
                 },
             )
@@ -162,6 +178,22 @@ def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str | None, A
         ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
+
+
+def _asks_safety_check(request: RecordedRequest) -> bool:
+    """Whether the turn asks for auto mode's server-side safety check."""
+    body = request.body if isinstance(request.body, dict) else {}
+    asked = body.get("safeguards")
+    return isinstance(asked, list) and any(
+        isinstance(item, dict) and item.get("type") == SAFETY_CHECK for item in asked
+    )
+
+
+def _verdict(flagged: bool) -> dict[str, Any]:
+    """The safety check's answer for one tool call, in 2.1.332's shape."""
+    if not flagged:
+        return {"type": "evaluated", "outcome": "not_flagged"}
+    return {"type": "evaluated", "outcome": "flagged", "explanation": FLAG_EXPLANATION}
 
 
 def _json_schema(body: dict[str, Any]) -> Any:

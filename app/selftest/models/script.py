@@ -45,6 +45,9 @@ class RunShell:
     usage: Usage = field(default_factory=Usage)
     gate: threading.Event | None = None
     """If set, the answer waits (bounded) until the test sets it: the agent stays `working`."""
+    flagged: bool = False
+    """Claude Code's auto mode: the server's safety check flags the call, so the agent
+    blocks it (wires without such a check ignore it)."""
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,16 @@ STATE_PARTS: tuple[tuple[str, tuple[Activity, ...]], ...] = (
     ("working", (Activity.WORKING,)),
     ("waiting", (Activity.WAITING,)),
     ("idle", (Activity.IDLE,)),
-    ("other", (Activity.STARTING, Activity.STALLED, Activity.EXITED, Activity.INTERRUPTED)),
+    (
+        "other",
+        (
+            Activity.STARTING,
+            Activity.STALLED,
+            Activity.EXITED,
+            Activity.INTERRUPTED,
+            Activity.BLOCKED,
+        ),
+    ),
 )
 """The stacked bars' parts (their labels) and the activities each one sums."""
 

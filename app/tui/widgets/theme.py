@@ -49,6 +49,7 @@ LOOKS: dict[str, Look] = {
     "working": Look("●", "primary-lighten-2"),
     "running": Look("●", "primary-lighten-2"),  # a running job whose activity is unknown
     "waiting": Look("⚠", "warning", bold=True),
+    "blocked": Look("⊗", "warning", bold=True),  # stopped after auto mode refused it
     "idle": Look("◇", "secondary-lighten-2"),
     "stalled": Look("◐", "error-lighten-2", bold=True),
     "exited": Look("■", "foreground-darken-2"),
@@ -61,8 +62,16 @@ LOOKS: dict[str, Look] = {
 UNKNOWN_LOOK = Look("?", "foreground")
 # The order the header counts activities in: what needs a person first.
 ACTIVITY_ORDER = (
-    "waiting", "stalled", "interrupted", "unknown", "idle", "working", "starting", "exited"
-)  # fmt: skip
+    "waiting",
+    "blocked",
+    "stalled",
+    "interrupted",
+    "unknown",
+    "idle",
+    "working",
+    "starting",
+    "exited",
+)
 
 
 def look_of(state: str) -> Look:
