@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from textual.app import App, ComposeResult
 
 from app.tui.source import JobRow
-from app.tui.widgets.jobs_table import JobsTable
+from app.tui.widgets.jobs_table import AGE_INDEX, JobsTable
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -87,3 +87,22 @@ async def test_a_long_label_or_detail_is_clipped_and_missing_events_stay_in_view
         table.apply([job(1, detail)], (), NOW)
         await pilot.pause()
         assert detail in line_text(table, 1)  # 44 cells: no longer cut at 28
+
+
+async def test_ages_are_redrawn_and_only_the_changed_cells_are_made_again() -> None:
+    """Every `age_refresh_s` the age column is redrawn: a row whose age text moved
+    shows the new one, and a row whose age reads the same keeps its cell (a cell
+    per row made to compare it stalled the event loop at a thousand rows)."""
+    app = TableApp()
+    async with app.run_test(size=(120, 10)) as pilot:
+        table = app.query_one(JobsTable)
+        young = job(1)
+        old = replace(job(2), created_at=NOW - timedelta(days=3))
+        table.apply([young, old], (), NOW)
+        await pilot.pause()
+        assert " 3d " in line_text(table, 1) and " 0s " in line_text(table, 2)  # oldest first
+        old_cell = table._shown[old.job_id][AGE_INDEX]
+        table.refresh_ages(NOW + timedelta(seconds=90))
+        await pilot.pause()
+        assert " 3d " in line_text(table, 1) and " 1m " in line_text(table, 2)
+        assert table._shown[old.job_id][AGE_INDEX] is old_cell

@@ -32,6 +32,7 @@ COLUMNS = (
     ("last_event", "last event"),
     ("progress", "progress"),
 )
+AGE_INDEX = [key for key, _ in COLUMNS].index("age")
 # Cells past these widths end in "…": a long session label would push the columns
 # after it off screen, and progress, last, has the room the others leave.
 SESSION_CELLS = 24
@@ -385,15 +386,22 @@ class JobsTable(DataTable[object]):
 
     def refresh_ages(self, now: datetime) -> None:
         """Redraw the age column (ages move even when no event arrives): only the
-        age cells whose text changed, so a thousand rows cost next to nothing."""
+        age cells whose text changed, so a thousand rows cost next to nothing.
+
+        The new age is compared as a plain string, and a cell (a sanitised `Text`) is
+        made only for the few that changed: making one per row to compare it stalled
+        the event loop ~30 ms every `age_refresh_s` at a thousand rows (bench/tui.py,
+        the slowest events of publish->row)."""
         self.now = now
-        age_index = [key for key, _ in COLUMNS].index("age")
         with self.app.batch_update():
             for job_id, cells in list(self._shown.items()):
-                age = _plain(format_age((now - self.jobs[job_id].created_at).total_seconds()))
-                if cells[age_index] != age:
-                    self._shown[job_id] = (*cells[:age_index], age, *cells[age_index + 1 :])
-                    self._changed_cells.setdefault(job_id, {})["age"] = age
+                text = format_age((now - self.jobs[job_id].created_at).total_seconds())
+                shown = cells[AGE_INDEX]
+                if isinstance(shown, Text) and shown.plain == text:
+                    continue
+                age = _plain(text)
+                self._shown[job_id] = (*cells[:AGE_INDEX], age, *cells[AGE_INDEX + 1 :])
+                self._changed_cells.setdefault(job_id, {})["age"] = age
             self._flush_cells()
 
     def watch_filter_text(self) -> None:

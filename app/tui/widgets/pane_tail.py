@@ -62,7 +62,9 @@ class PaneTail(ScrollView, can_focus=True):
         self.replay_bytes = replay_bytes
         self.path: Path | None = None
         self._lines: list[Text] = []
-        self._strips: dict[int, Strip] = {}
+        self._strips: dict[int, tuple[Text, Strip]] = {}
+        """Each shown line's render, by the line's id (with the line, so a reused id
+        is never mistaken for it)."""
 
     @property
     def lines(self) -> list[str]:
@@ -122,13 +124,43 @@ class PaneTail(ScrollView, can_focus=True):
             self._show(message.lines, message.width)
 
     def _show(self, lines: list[Text], width: int) -> None:
+        """Show ``lines``, drawing again only what changed.
+
+        A line keeps its rendered strip while it is shown: the scrollback's lines are
+        the same `Text` objects from one render to the next, and a screen row that
+        reads the same (also one that scrolled up) is equal to the one drawn (`Text`
+        equality is text and spans; the base style is compared too). When
+        nothing moved (same length, same scroll position) only the rows whose text
+        changed are repainted; ten times a second a preview used to render and
+        repaint every visible line, each a fresh `Strip` for the garbage collector."""
         at_end = self.is_vertical_scroll_end
+        before = (self.virtual_size, self.scroll_offset)
+        drawn = self._strips
         self._lines = lines
-        self._strips.clear()
         self.virtual_size = Size(width, len(lines))
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
-        self.refresh()
+        by_text = {line.plain: (line, strip) for line, strip in drawn.values()}
+        kept: dict[int, tuple[Text, Strip]] = {}
+        changed: list[int] = []
+        top = self.scroll_offset.y
+        for index in range(top, min(top + self.scrollable_content_region.height, len(lines))):
+            line = lines[index]
+            same = drawn.get(id(line))
+            if same is None or same[0] is not line:
+                same = by_text.get(line.plain)
+                alike = same is not None and same[0] == line and same[0].style == line.style
+                same = (line, same[1]) if same is not None and alike else None
+            if same is None:
+                changed.append(index)
+            else:
+                kept[id(line)] = same
+        self._strips = kept
+        if (self.virtual_size, self.scroll_offset) != before or not drawn:
+            self.refresh()
+            return
+        for index in changed:
+            self.refresh_lines(index)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -141,9 +173,11 @@ class PaneTail(ScrollView, can_focus=True):
         width = self.size.width
         if index >= len(self._lines):
             return Strip.blank(width, style)
-        strip = self._strips.get(index)
-        if strip is None:
-            line = self._lines[index]
+        line = self._lines[index]
+        drawn = self._strips.get(id(line))
+        if drawn is None or drawn[0] is not line:
             strip = Strip(line.render(self.app.console), line.cell_len).apply_style(style)
-            self._strips[index] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+            drawn = self._strips[id(line)] = (line, strip)
+        return (
+            drawn[1].crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
+        )
