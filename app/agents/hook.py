@@ -20,10 +20,15 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.settings import APPROVAL_WAIT_ENV, APPROVALS_ENV, HOME_ENV, JOB_ENV
+
+if TYPE_CHECKING:
+    from app.agents.base import HookReading
+    from registry.jobs import Registry
 
 BUSY_TIMEOUT_MS = 2000
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -54,41 +59,110 @@ def event_name(payload: Mapping[str, Any]) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A hook payload that says something about its job: what its adapter read."""
+
+    kind: str
+    event: str
+    job_id: str
+    payload: Mapping[str, Any]
+    reading: HookReading
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A recorded question whose hook waits for the control room's decision."""
+
+    kind: str
+    event: str
+    job_id: str
+    after_seq: int
+    """Only decisions posted after this seq are for this question."""
+    wait_sec: float
+
+
 def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    """Record what the payload says; the decision to print, if one was asked for."""
-    from app.agents import built_in
-    from app.approvals.decision import CONTROL_ROOM_APPROVALS, wait_for_decision
+    """Record what the payload says; the decision to print, if one was asked for.
+
+    The one path of a hook, in three steps: ``hear`` (no database), ``record`` and
+    ``settle``. `orchestrate hook` runs them here; the resident receiver
+    (app/hookrx/receiver.py) runs the same steps, ``record`` in one transaction with
+    the other hooks that arrived together, then ``settle`` on its own thread."""
     from registry.jobs import Registry
 
+    heard = hear(kind, payload, env)
+    if heard is None or not env.get(HOME_ENV):
+        return None
+    registry = Registry.open(env[HOME_ENV], busy_timeout_ms=BUSY_TIMEOUT_MS)
+    try:
+        asked = record(registry, heard, env)
+        return settle(registry, asked) if asked is not None else None
+    finally:
+        registry.db.close()
+
+
+def hear(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> Heard | None:
+    """What the agent's adapter reads in the payload; None when it says nothing to
+    record (or no job is named): then no database is opened at all."""
+    from app.agents import built_in
+
     adapter = built_in(kind)
-    state_dir, job_id = env.get(HOME_ENV), env.get(JOB_ENV)
-    if adapter is None or not state_dir or not job_id:
+    job_id = env.get(JOB_ENV)
+    if adapter is None or not job_id:
         return None
     event = event_name(payload)
     reading = adapter.read_hook(event, payload)
     if reading.observation is None and reading.agent_session_id is None:
         return None
-    registry = Registry.open(state_dir, busy_timeout_ms=BUSY_TIMEOUT_MS)
-    try:
-        job = registry.get(job_id)
-        if not adapter.about_the_task(payload, job.prompt):
-            return None
-        if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
-            registry.set_agent_session_id(job_id, reading.agent_session_id)
-        recorded = None
-        if reading.observation is not None:
-            recorded = registry.observe(job_id, reading.observation)
-        if not reading.wants_decision or env.get(APPROVALS_ENV) != CONTROL_ROOM_APPROVALS:
-            return None
-        # a repeated sighting records nothing: only decisions from now on are for it
-        after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
-        wait = float(env.get(APPROVAL_WAIT_ENV) or 120)
-        decision = wait_for_decision(registry.bus, job_id, after, time.monotonic() + wait)
-        if decision is None:
-            return None  # undecided: the agent shows its own dialog
-        return adapter.decision_output(event, decision.allow, decision.reason)
-    finally:
-        registry.db.close()
+    return Heard(kind, event, job_id, payload, reading)
+
+
+def record(registry: Registry, heard: Heard, env: Mapping[str, str]) -> Asked | None:
+    """Write what the payload says to the job (its activity, its agent session id);
+    the question to settle when this hook must wait for a decision.
+
+    Every write goes through the registry's own transactions, so a caller holding
+    an outer one (``registry.store.write()``) gets them all in one COMMIT."""
+    from app.agents import built_in
+    from app.approvals.decision import CONTROL_ROOM_APPROVALS
+
+    adapter = built_in(heard.kind)
+    job_id, reading = heard.job_id, heard.reading
+    job = registry.get(job_id)
+    if adapter is None or not adapter.about_the_task(heard.payload, job.prompt):
+        return None
+    if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
+        registry.set_agent_session_id(job_id, reading.agent_session_id)
+    recorded = None
+    if reading.observation is not None:
+        recorded = registry.observe(job_id, reading.observation)
+    if not reading.wants_decision or env.get(APPROVALS_ENV) != CONTROL_ROOM_APPROVALS:
+        return None
+    # a repeated sighting records nothing: only decisions from now on are for it
+    after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
+    return Asked(heard.kind, heard.event, job_id, after, wait_seconds(env))
+
+
+def wait_seconds(env: Mapping[str, str]) -> float:
+    """How long a question waits for the control room (the job's --approval-wait)."""
+    return float(env.get(APPROVAL_WAIT_ENV) or 120)
+
+
+def settle(registry: Registry, asked: Asked) -> str | None:
+    """The decision on ``asked`` in the agent's format, waiting for it (bounded); None
+    when none came (the agent then shows its own dialog). Runs outside any transaction."""
+    from app.agents import built_in
+    from app.approvals.decision import wait_for_decision
+
+    adapter = built_in(asked.kind)
+    if adapter is None:
+        return None
+    deadline = time.monotonic() + asked.wait_sec
+    decision = wait_for_decision(registry.bus, asked.job_id, asked.after_seq, deadline)
+    if decision is None:
+        return None  # undecided: the agent shows its own dialog
+    return adapter.decision_output(asked.event, decision.allow, decision.reason)
 
 
 def log_failure(env: Mapping[str, str], kind: str) -> None:

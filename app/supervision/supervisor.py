@@ -5,7 +5,8 @@ It runs `orchestrate supervise`, started detached by whatever starts an agent,
 holds ``<state>/supervisor.lock`` so there is only ever one, and exits on its own
 once no job has run for a while or its tmux server is gone. Observing twice is
 harmless (the registry drops repeated sightings), so a control room or a waiting
-`submit` may observe beside it.
+`submit` may observe beside it. While it runs it is also the hook receiver
+(app/hookrx/receiver.py): agents' hooks are recorded here, not in a new process each.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import orchestrate_command
+from app.hookrx.receiver import serving
 from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
 from app.supervision.reconcile import ReconcileReport
 from registry.vocabulary import Activity
@@ -121,40 +123,53 @@ def supervise(
         if lock is None:
             report("another supervisor already runs for this state dir")
             return 3
-        quiet_since = time.monotonic()
-        last = ""
-        done = threading.Event()
-        reader = threading.Thread(
-            target=read_output, args=(orchestrator, done), name="status-reader", daemon=True
-        )
-        reader.start()
-        while state_dir.is_dir():
-            try:
-                summary = orchestrator.reconcile()
-            except Exception as exc:  # a locked database, a tmux hiccup: try again
-                report(f"pass failed: {exc}")
-                time.sleep(interval * 4)
-                continue
-            if after_pass is not None:
-                try:
-                    after_pass()
-                except Exception as exc:  # as a failed pass: said, then tried again next pass
-                    report(f"after the pass: {exc}")
-            line = summary.summary()
-            if summary.acted and line != last:
-                report(f"{time.strftime('%H:%M:%S')} {line}")
-                last = line
-            live = [a for a in summary.sampled.values() if a != Activity.INTERRUPTED]
-            if live:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= idle_exit_sec:
-                break
-            if not live and not orchestrator.tmux_running():
-                break  # nothing runs, and nothing can (its tmux server is gone)
-            time.sleep(interval)
-        done.set()
-        reader.join(5)
+        with serving(state_dir, report):
+            passes(orchestrator, interval, idle_exit_sec, report, after_pass)
     return 0
+
+
+def passes(
+    orchestrator: Supervisable,
+    interval: float,
+    idle_exit_sec: float,
+    report: Callable[[str], None],
+    after_pass: Callable[[], None] | None,
+) -> None:
+    """The supervisor's loop: a full pass every ``interval`` until idle or orphaned."""
+    state_dir = orchestrator.settings.state_dir
+    quiet_since = time.monotonic()
+    last = ""
+    done = threading.Event()
+    reader = threading.Thread(
+        target=read_output, args=(orchestrator, done), name="status-reader", daemon=True
+    )
+    reader.start()
+    while state_dir.is_dir():
+        try:
+            summary = orchestrator.reconcile()
+        except Exception as exc:  # a locked database, a tmux hiccup: try again
+            report(f"pass failed: {exc}")
+            time.sleep(interval * 4)
+            continue
+        if after_pass is not None:
+            try:
+                after_pass()
+            except Exception as exc:  # as a failed pass: said, then tried again next pass
+                report(f"after the pass: {exc}")
+        line = summary.summary()
+        if summary.acted and line != last:
+            report(f"{time.strftime('%H:%M:%S')} {line}")
+            last = line
+        live = [a for a in summary.sampled.values() if a != Activity.INTERRUPTED]
+        if live:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= idle_exit_sec:
+            break
+        if not live and not orchestrator.tmux_running():
+            break  # nothing runs, and nothing can (its tmux server is gone)
+        time.sleep(interval)
+    done.set()
+    reader.join(5)
 
 
 def read_output(orchestrator: Supervisable, done: threading.Event) -> None:
