@@ -41,7 +41,7 @@ FORWARDED_ENV = (
     "ORCHESTRATE_APPROVAL_WAIT_SEC",
 )
 """The variables `handle` reads (app/settings.py names them; a test holds them equal)."""
-HOME = FORWARDED_ENV[0]
+HOME, JOB = FORWARDED_ENV[0], FORWARDED_ENV[1]
 CONNECT_TIMEOUT_SEC = 0.5
 REPLY_TIMEOUT_SEC = 5.0
 """Bound on the first answer line: the full path's own bound is its 2 s busy timeout."""
@@ -157,6 +157,8 @@ def main(argv: list[str]) -> int:
     try:
         kind, args = (argv[0] if argv else ""), argv[1:]
         stdin_text = read_input(args)
+        if not os.environ.get(HOME) or not os.environ.get(JOB):
+            return 0  # no job to record for: the full path would do nothing either
         output = ask_receiver(kind, args, stdin_text)
         if output is None:
             output = run_fallback(kind, args, stdin_text).rstrip("\n")
