@@ -31,8 +31,16 @@ def test_claude_hooks_and_its_decision_go_through_the_receiver(
     run = agent.sandbox(tmp_path / "claude", workdir, model.base_url)
     with serving(state_dir) as receiver:
         assert receiver is not None
-        job = orch.submit(TASK, "claude", "claude-rx", agent_cmd=run.argv, env=run.env,
-                          workdir=workdir, approvals="control-room", approval_wait_sec=30)  # fmt: skip
+        job = orch.submit(
+            TASK,
+            "claude",
+            "claude-rx",
+            agent_cmd=run.argv,
+            env=run.env,
+            workdir=workdir,
+            approvals="control-room",
+            approval_wait_sec=30,
+        )
         waiting = supervise_until(orch, job.job_id, lambda j: j.waiting, "the hook to wait")
         assert waiting.activity_source == "hook:claude:PermissionRequest"
         assert sum(receiver.recorder.batches) >= 2  # its hooks came through the socket
