@@ -15,7 +15,6 @@ report; nothing a client sends can stop the receiver.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import socket
@@ -26,7 +25,6 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.agents import hook
 from app.hookrx import client
@@ -170,41 +168,30 @@ class HookReceiver:
         kind = ""
         try:
             conn.settimeout(READ_TIMEOUT_SEC)
-            kind, args, stdin_text, env = self.parse(read_request(conn))
-            answer(conn, {"output": self.handle(conn, kind, args, stdin_text, env)})
+            kind, args, env, stdin_text = self.parse(read_request(conn))
+            output = self.handle(conn, kind, args, stdin_text, env)
+            conn.sendall(client.DONE + b"\n" + (output or "").encode("utf-8", "replace"))
         except Refused as refusal:
             self.report(f"hook request refused: {refusal}")
             with contextlib.suppress(OSError):
-                answer(conn, {"refused": str(refusal)})
+                conn.sendall(client.REFUSED + f" {refusal}\n".encode())
         except OSError:
             pass  # the client went away: nothing to answer
         except Exception:
             hook.log_failure(env, kind)
             with contextlib.suppress(OSError):
-                answer(conn, {"output": None})
+                conn.sendall(client.DONE + b"\n")
         finally:
             self.registry.db.close()  # this thread's connection, if it opened one
 
-    def parse(self, raw: bytes) -> tuple[str, list[str], str, dict[str, str]]:
-        """The request's parts, checked: it names this state dir and holds only text."""
-        try:
-            request = json.loads(raw)
-        except ValueError as exc:
-            raise Refused("not JSON") from exc
-        if not isinstance(request, dict):
-            raise Refused("not a JSON object")
-        kind, args = request.get("kind"), request.get("args")
-        stdin_text, env = request.get("stdin"), request.get("env")
-        if not isinstance(kind, str) or not isinstance(stdin_text, str):
-            raise Refused("kind and stdin must be text")
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise Refused("args must be a list of text")
-        if not isinstance(env, dict):
-            raise Refused("env must be an object")
-        known = {k: v for k, v in env.items() if k in KNOWN_ENV and isinstance(v, str)}
-        if Path(known.get(HOME_ENV, "")).resolve() != self.state_dir or not known.get(HOME_ENV):
+    def parse(self, raw: bytes) -> tuple[str, list[str], dict[str, str], str]:
+        """The request's parts, checked: it names this state dir."""
+        kind, args, env, stdin_text = decode_request(raw)
+        known = {name: value for name, value in env.items() if name in KNOWN_ENV}
+        home = known.get(HOME_ENV, "")
+        if not home or Path(home).resolve() != self.state_dir:
             raise Refused("the request is for another state dir")
-        return kind, args, stdin_text, known
+        return kind, args, known, stdin_text
 
     def handle(
         self, conn: socket.socket, kind: str, args: list[str], stdin_text: str, env: dict[str, str]
@@ -217,7 +204,7 @@ class HookReceiver:
         asked = self.recorder.submit(heard, env).result()
         if asked is None:
             return None
-        answer(conn, {"wait": asked.wait_sec})
+        conn.sendall(client.WAIT + f" {asked.wait_sec}\n".encode())
         return hook.settle(self.registry, asked)
 
 
@@ -235,8 +222,28 @@ def read_request(conn: socket.socket) -> bytes:
         chunks.append(chunk)
 
 
-def answer(conn: socket.socket, reply: Mapping[str, Any]) -> None:
-    conn.sendall(json.dumps(reply).encode("ascii") + b"\n")
+def decode_request(raw: bytes) -> tuple[str, list[str], dict[str, str], str]:
+    """The kind, arguments, variables and stdin of a request framed by
+    ``client.encode_request``; Refused when it is not one. Bytes that are not UTF-8
+    are kept as surrogates, which the payload's JSON reader refuses as it always has."""
+    head, newline, body = raw.partition(b"\n")
+    words = head.split(b" ")
+    if not newline or len(words) != 3 or words[0] != client.MAGIC:
+        raise Refused("not a hook request")
+    if not (words[1].isdigit() and words[2].isdigit()) or len(words[1] + words[2]) > 8:
+        raise Refused("bad field counts")
+    n_args, n_env = int(words[1]), int(words[2])
+    fields = body.split(b"\0", 1 + n_args + n_env)
+    if len(fields) != 2 + n_args + n_env:
+        raise Refused("a request cut short")
+    text = [field.decode("utf-8", "surrogateescape") for field in fields]
+    env: dict[str, str] = {}
+    for entry in text[1 + n_args : -1]:
+        name, equals, value = entry.partition("=")
+        if not equals:
+            raise Refused("a variable without a value")
+        env[name] = value
+    return text[0], text[1 : 1 + n_args], env, text[-1]
 
 
 def safe_dir(directory: Path) -> bool:

@@ -203,9 +203,9 @@ def raw_request(path: str, data: bytes) -> bytes:
         return conn.makefile("rb").read()
 
 
-def request(state: Path, **fields: object) -> bytes:
-    body = {"kind": "claude", "args": [], "stdin": "", "env": {"ORCHESTRATE_HOME": str(state)}}
-    return json.dumps({**body, **fields}).encode()
+def request(state: Path, *, stdin: str = "", job_id: str = "", home: str = "") -> bytes:
+    env = {"ORCHESTRATE_HOME": home or str(state), "ORCHESTRATE_JOB": job_id}
+    return client.encode_request("claude", [], env, stdin.encode("utf-8", "surrogatepass"))
 
 
 def test_hostile_and_oversized_requests_are_refused_and_the_receiver_goes_on(
@@ -213,27 +213,28 @@ def test_hostile_and_oversized_requests_are_refused_and_the_receiver_goes_on(
 ) -> None:
     path = client.socket_path(str(state))
     job_id = new_job(state)
+    good = request(state, job_id=job_id)
     hostile = [
         b"",
-        b"\xff\xfe not json \x1b]0;owned\x07",
-        b"[1, 2]",
-        request(state, kind=7),
-        request(state, args="{}"),
-        request(state, env={"ORCHESTRATE_HOME": "/elsewhere", "ORCHESTRATE_JOB": job_id}),
-        request(state, env=[]),
-        b" " * (client.MAX_REQUEST_BYTES + 10),
+        b"\xff\xfe not a request \x1b]0;owned\x07\n",
+        b"ORX1 1 1",
+        b"ORX1 -1 1\nclaude\0",
+        b"ORX1 99999999999 1\nclaude\0",
+        b"ORX1 0 2\nclaude\0ORCHESTRATE_HOME=" + str(state).encode() + b"\0",  # cut short
+        b"ORX1 0 1\nclaude\0NO_EQUALS_SIGN\0{}",
+        request(state, job_id=job_id, home="/elsewhere"),
+        good[:-1].replace(b"ORX1", b"ORX2"),
+        good + b" " * (client.MAX_REQUEST_BYTES + 10),
     ]
     for data in hostile:
-        reply = json.loads(raw_request(path, data))
-        assert "refused" in reply, data[:40]
+        reply = raw_request(path, data)
+        assert reply.startswith(b"REFUSED "), data[:40]
     assert len(receiver[1]) == len(hostile)
     assert all(line.isprintable() and "owned" not in line for line in receiver[1])
     # a payload an agent could have filled with escapes and junk: recorded as text, or not at all
     bad_payload = {"hook_event_name": "Stop", "session_id": "\x1b[2J\x1b]52;c;aGk=\x07"}
-    for stdin in ["{not json", json.dumps(bad_payload), '{"a": 1, "a": 2}', "\ud800"]:
-        env = {"ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job_id}
-        reply = json.loads(raw_request(path, request(state, stdin=stdin, env=env)))
-        assert reply == {"output": None}
+    for stdin in ["{not json", json.dumps(bad_payload), '{"a": 1, "a": 2}', "{\ud800"]:
+        assert raw_request(path, request(state, stdin=stdin, job_id=job_id)) == b"DONE\n"
     result = run_client(state, job_id, SAMPLES["UserPromptSubmit"], python=SYSTEM_PYTHON)
     assert result.returncode == 0
     assert Registry.open(state).get(job_id).activity == "working"  # still serving
@@ -272,13 +273,26 @@ class _nothing:
         return None
 
 
-def test_the_client_imports_nothing_of_orchestrate(state: Path) -> None:
-    """`python -I -S` and the standard library only: no site packages, no app."""
-    argv = [*hook_command()[:-1], "-X", "importtime", hook_command()[-1], "claude"]
-    result = subprocess.run(argv, input="{}", capture_output=True, text=True, timeout=30)
-    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
-    assert "json" in imported
-    assert not {m for m in imported if m.split(".")[0] in {"app", "registry", "bus", "site"}}
+def imported_by(argv: list[str], env: dict[str, str]) -> set[str]:
+    """The modules a whole process imported (``-X importtime``)."""
+    argv = [argv[0], "-X", "importtime", *argv[1:]]
+    done = subprocess.run(argv, input="{}", capture_output=True, text=True, env=env, timeout=30)
+    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+
+
+def test_the_client_imports_almost_nothing(
+    state: Path, receiver: tuple[HookReceiver, list[str]]
+) -> None:
+    """Beyond a bare `python -I -S`: ``_socket`` and ``os`` (frozen into the interpreter
+    with what it imports) only: no json, socket, re or enum, nothing of orchestrate,
+    while it really asks the receiver."""
+    env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": new_job(state)}
+    bare = imported_by([*hook_command()[:-1], "-c", "pass"], env)
+    used = imported_by([*hook_command(), "claude"], env)
+    frozen_os = {"os", "stat", "_stat", "posixpath", "genericpath", "_collections_abc"}
+    assert used - bare <= {"__future__", "_socket", *frozen_os}
+    assert "_socket" in used
+    assert sum(receiver[0].recorder.batches) == 0  # "{}" says nothing to record
 
 
 def test_a_long_state_dir_gets_a_short_private_socket(tmp_path: Path) -> None:
