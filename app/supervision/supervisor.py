@@ -24,6 +24,7 @@ from typing import IO, Protocol
 from app.agents.env import orchestrate_command
 from app.hookrx.receiver import serving
 from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
+from app.supervision.log_watch import LogWatch
 from app.supervision.reconcile import ReconcileReport
 from registry.vocabulary import Activity
 
@@ -32,7 +33,9 @@ SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
 """``off`` never starts one (tests that judge passes themselves set it)."""
 PASS_INTERVAL_SEC = 0.5
 OUTPUT_INTERVAL_SEC = 0.1
-"""Between full passes, status sequences in the output are read this often."""
+"""Between full passes, status sequences in new output are read at most this often."""
+WAKE_SEC = 1.0
+"""How often the output reader checks, with no output, whether it should stop."""
 IDLE_EXIT_SEC = 60.0
 
 
@@ -79,6 +82,8 @@ class Supervisable(Protocol):
     def reconcile_output(self) -> int: ...
 
     def tmux_running(self) -> bool: ...
+
+    def pane_log(self, job_id: str) -> Path: ...
 
 
 def ensure_started(state_dir: Path, tmux_socket: str) -> bool:
@@ -140,8 +145,9 @@ def passes(
     quiet_since = time.monotonic()
     last = ""
     done = threading.Event()
+    logs = LogWatch(orchestrator.pane_log)
     reader = threading.Thread(
-        target=read_output, args=(orchestrator, done), name="status-reader", daemon=True
+        target=read_output, args=(orchestrator, done, logs), name="status-reader", daemon=True
     )
     reader.start()
     while state_dir.is_dir():
@@ -151,6 +157,7 @@ def passes(
             report(f"pass failed: {exc}")
             time.sleep(interval * 4)
             continue
+        logs.follow(summary.sampled)
         if after_pass is not None:
             try:
                 after_pass()
@@ -170,10 +177,22 @@ def passes(
         time.sleep(interval)
     done.set()
     reader.join(5)
+    logs.close()
 
 
-def read_output(orchestrator: Supervisable, done: threading.Event) -> None:
-    """Status sequences ten times a second, beside the full passes (never behind one)."""
-    while not done.wait(OUTPUT_INTERVAL_SEC):
+def read_output(orchestrator: Supervisable, done: threading.Event, logs: LogWatch) -> None:
+    """Status sequences as soon as a running job's pane log is written (at most ten
+    reads a second, none while no agent writes), beside the full passes (never behind
+    one). Without inotify: ten times a second, written or not."""
+    while not done.is_set():
+        changed = logs.wait(WAKE_SEC)
+        if changed is None:  # no inotify here: the timer
+            if done.wait(OUTPUT_INTERVAL_SEC):
+                return
+        elif not changed:
+            continue
+        read_at = time.monotonic()
         with contextlib.suppress(Exception):  # the next full pass reports what failed
             orchestrator.reconcile_output()
+        # what is written meanwhile waits in the kernel's queue, read in one go next
+        done.wait(max(0.0, OUTPUT_INTERVAL_SEC - (time.monotonic() - read_at)))
