@@ -70,7 +70,10 @@ def fake_agent(mode: str, changes: Path, seed: int) -> None:
             log.flush()
             if hook:
                 payload = json.dumps({**CLAUDE_PAYLOAD[state], "session_id": "bench"})
+                started = time.perf_counter()
                 subprocess.run(hook, input=payload, text=True, check=False)
+                with changes.with_suffix(".hooks").open("a", encoding="utf-8") as took:
+                    took.write(f"{time.perf_counter() - started}\n")
             elif mode == "osc":
                 sys.stdout.write(f"\x1b]7501;state={OSC[state]}:app=codex\x1b\\")
                 sys.stdout.write(f"{state} ...\n")
@@ -142,7 +145,17 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
         latencies = measure(state, jobs, measured_from)
     finally:
         orch.driver.server.cmd("kill-server")
-    return {"mode": mode, "latencies": latencies, "cpu": cpu}
+    return {"mode": mode, "latencies": latencies, "cpu": cpu, "hooks": hook_walls(jobs)}
+
+
+def hook_walls(jobs: list[tuple[str, Path]]) -> list[float]:
+    """Each hook process's whole wall time, as its agent waited for it (hook modes)."""
+    walls: list[float] = []
+    for _, changes in jobs:
+        path = changes.with_suffix(".hooks")
+        if path.exists():
+            walls += [float(line) for line in path.read_text().split()]
+    return walls
 
 
 def cpu_seconds(pid: int) -> float:
@@ -289,6 +302,13 @@ def main() -> None:
             f"{percentile(delays, 0.99) * 1000:>8.0f} {GOALS[mode] * 1000:>8.0f}  "
             f"{float(result['cpu']) * 100:>13.1f} %"  # type: ignore[arg-type]
         )
+        walls = result["hooks"]
+        assert isinstance(walls, list)
+        if walls:
+            p50, p99 = percentile(walls, 0.5) * 1000, percentile(walls, 0.99) * 1000
+            print(
+                f"{'':<14} the hook process alone (the agent waits): p50 {p50:.0f}, p99 {p99:.0f}"
+            )
     print(
         f"\nbaselines: bare python start {floor['python']:.0f} ms; `orchestrate hook` "
         f"(nothing to record) {floor['hook']:.0f} ms; {max(counts)} capture-pane calls "

@@ -1,8 +1,12 @@
-"""`orchestrate hook AGENT`: what an agent's hook runs, on the agent's critical path.
+"""`orchestrate hook AGENT`: the one path of an agent's hook, on its critical path.
 
-It reads the hook's JSON (stdin, or the last argument for Codex's `notify`),
-asks the agent's adapter what it means, and records a signed activity event for
-the pane's job (ORCHESTRATE_HOME, ORCHESTRATE_JOB). It must be fast and must
+Agents' hooks run the tiny client of app/hookrx/client.py; the supervisor's
+resident receiver (app/hookrx/receiver.py) runs this module's steps for it
+(``hear``, ``record``, ``settle``), and with no receiver the client runs
+`orchestrate hook`, which runs them here (``main``, ``handle``). Either way it
+reads the hook's JSON (stdin, or the last argument for Codex's `notify`), asks
+the agent's adapter what it means, and records a signed activity event for the
+pane's job (ORCHESTRATE_HOME, ORCHESTRATE_JOB). It must be fast and must
 never fail or block the agent: whatever goes wrong is written to the job's
 ``hook-errors.log`` and the hook exits 0 with nothing on stdout (Claude adds a
 hook's stdout to the model's context). The one exception is a decision: under

@@ -59,10 +59,13 @@ class Recorder:
         self.batches: list[int] = []
         """The size of each batch recorded (the bench and the tests read it)."""
         self.thread = threading.Thread(target=self.run, name="hook-recorder", daemon=True)
+        self.stopped = threading.Event()
 
     def submit(self, heard: hook.Heard, env: Mapping[str, str]) -> Future[hook.Asked | None]:
         """Queue ``heard``; its future holds the question to settle (or the error)."""
         done: Future[hook.Asked | None] = Future()
+        if self.stopped.is_set():  # the receiver is closing: the client falls back
+            raise OSError("the hook receiver is closing")
         self.queue.put(Pending(heard, env, done))
         return done
 
@@ -83,6 +86,12 @@ class Recorder:
                 self.record(batch)
         finally:
             self.registry.db.close()
+            self.stopped.set()
+            with contextlib.suppress(queue.Empty):
+                while True:  # queued as it stopped: their clients fall back
+                    late = self.queue.get_nowait()
+                    if late is not None:
+                        late.done.set_exception(OSError("the hook receiver closed"))
 
     def record(self, batch: list[Pending]) -> None:
         """One transaction for the batch; if any of it fails, each on its own, so one
@@ -102,6 +111,7 @@ class Recorder:
             pending.done.set_result(result)
 
     def stop(self) -> None:
+        self.stopped.set()
         self.queue.put(None)
         self.thread.join(10)
 

@@ -34,6 +34,9 @@ SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
 PASS_INTERVAL_SEC = 0.5
 OUTPUT_INTERVAL_SEC = 0.1
 """Between full passes, status sequences in new output are read at most this often."""
+QUIET_PASS_SEC = 2.0
+"""While no pane writes (so no screen can have changed), a full pass this often, not
+every ``interval``: for what shows no output (a pane's death, a stall, a lease)."""
 WAKE_SEC = 1.0
 """How often the output reader checks, with no output, whether it should stop."""
 IDLE_EXIT_SEC = 60.0
@@ -140,14 +143,18 @@ def passes(
     report: Callable[[str], None],
     after_pass: Callable[[], None] | None,
 ) -> None:
-    """The supervisor's loop: a full pass every ``interval`` until idle or orphaned."""
+    """The supervisor's loop until idle or orphaned: a full pass every ``interval``
+    while a pane writes, every ``QUIET_PASS_SEC`` while none does."""
     state_dir = orchestrator.settings.state_dir
     quiet_since = time.monotonic()
     last = ""
-    done = threading.Event()
+    done, written = threading.Event(), threading.Event()
     logs = LogWatch(orchestrator.pane_log)
     reader = threading.Thread(
-        target=read_output, args=(orchestrator, done, logs), name="status-reader", daemon=True
+        target=read_output,
+        args=(orchestrator, done, logs, written),
+        name="status-reader",
+        daemon=True,
     )
     reader.start()
     while state_dir.is_dir():
@@ -175,15 +182,21 @@ def passes(
         if not live and not orchestrator.tmux_running():
             break  # nothing runs, and nothing can (its tmux server is gone)
         time.sleep(interval)
+        if logs.working:  # else every interval, as ever
+            written.wait(max(0.0, QUIET_PASS_SEC - interval))
+        written.clear()
     done.set()
     reader.join(5)
     logs.close()
 
 
-def read_output(orchestrator: Supervisable, done: threading.Event, logs: LogWatch) -> None:
+def read_output(
+    orchestrator: Supervisable, done: threading.Event, logs: LogWatch, written: threading.Event
+) -> None:
     """Status sequences as soon as a running job's pane log is written (at most ten
     reads a second, none while no agent writes), beside the full passes (never behind
-    one). Without inotify: ten times a second, written or not."""
+    one); ``written`` tells the passes that output came. Without inotify: ten times a
+    second, written or not."""
     while not done.is_set():
         changed = logs.wait(WAKE_SEC)
         if changed is None:  # no inotify here: the timer
@@ -191,6 +204,7 @@ def read_output(orchestrator: Supervisable, done: threading.Event, logs: LogWatc
                 return
         elif not changed:
             continue
+        written.set()
         read_at = time.monotonic()
         with contextlib.suppress(Exception):  # the next full pass reports what failed
             orchestrator.reconcile_output()

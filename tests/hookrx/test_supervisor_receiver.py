@@ -50,11 +50,8 @@ def test_the_background_supervisor_records_hooks_through_its_socket(
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     registry = Registry.open(state_dir)
-    job_now = registry.get(job.job_id)
-    assert (job_now.activity, job_now.activity_source) == (
-        "waiting",
-        "hook:claude:PermissionRequest",
-    )
+    sources = [c.observation.source for c in registry.activity_history(job.job_id)]
+    assert "hook:claude:PermissionRequest" in sources  # (its screen may be judged after)
     orch.driver.server.cmd("kill-server")
     wait_for(lambda: not supervisor.running(state_dir), timeout=30, what="the supervisor to exit")
     assert not socket_path.exists()
