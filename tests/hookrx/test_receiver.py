@@ -20,8 +20,9 @@ from app.agents import adapter_for
 from app.approvals.decision import decide
 from app.hookrx import client, hook_command
 from app.hookrx.receiver import HookReceiver, serving
+from registry.activity import Observation
 from registry.jobs import Registry
-from registry.vocabulary import Answer, MessageType
+from registry.vocabulary import Activity, Answer, MessageType
 from tests.polling import poll_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
@@ -317,3 +318,25 @@ def test_the_client_forwards_the_variables_the_hook_reads() -> None:
     from app.hookrx.receiver import KNOWN_ENV
 
     assert client.FORWARDED_ENV == KNOWN_ENV
+
+
+def test_codex_notify_with_its_payload_as_the_last_argument(
+    state: Path, receiver: tuple[HookReceiver, list[str]]
+) -> None:
+    """Codex's `notify` passes its JSON as an argument and gives no stdin: the turn's end
+    and its thread id are recorded through the receiver."""
+    registry = Registry.open(state)
+    job = registry.register("create done.txt", "codex", "alpha")
+    registry.set_status(job.job_id, "running", "picked")
+    registry.observe(job.job_id, Observation(Activity.WORKING, "osc:codex"))
+    payload = {
+        "type": "agent-turn-complete",
+        "thread-id": "thread-7",
+        "input-messages": ["create done.txt"],
+    }
+    argv = [SYSTEM_PYTHON, *hook_command()[1:], "codex", json.dumps(payload)]
+    env = {**os.environ, "ORCHESTRATE_HOME": str(state), "ORCHESTRATE_JOB": job.job_id}
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    recorded_job = registry.get(job.job_id)
+    assert (recorded_job.activity, recorded_job.agent_session_id) == (Activity.IDLE, "thread-7")
