@@ -54,6 +54,8 @@ CLAUDE_PAYLOAD = {
 }
 OSC = {"working": "working", "waiting": "blocked:app=codex:kind=permission", "idle": "idle"}
 RULE = "\u2500" * 60
+BARE = [sys.executable, "-I", "-S", "-c", "pass"]
+"""The floor of any hook process: an interpreter that does nothing (run after each hook)."""
 
 
 # -- the fake agent (runs in a pane) ------------------------------------------
@@ -73,6 +75,10 @@ def fake_agent(mode: str, changes: Path, seed: int) -> None:
                 started = time.perf_counter()
                 subprocess.run(hook, input=payload, text=True, check=False)
                 with changes.with_suffix(".hooks").open("a", encoding="utf-8") as took:
+                    took.write(f"{time.perf_counter() - started}\n")
+                started = time.perf_counter()  # the floor, in the same pane, the same load
+                subprocess.run(BARE, input=payload, text=True, check=False)
+                with changes.with_suffix(".bare").open("a", encoding="utf-8") as took:
                     took.write(f"{time.perf_counter() - started}\n")
             elif mode == "osc":
                 sys.stdout.write(f"\x1b]7501;state={OSC[state]}:app=codex\x1b\\")
@@ -145,14 +151,21 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
         latencies = measure(state, jobs, measured_from)
     finally:
         orch.driver.server.cmd("kill-server")
-    return {"mode": mode, "latencies": latencies, "cpu": cpu, "hooks": hook_walls(jobs)}
+    return {
+        "mode": mode,
+        "latencies": latencies,
+        "cpu": cpu,
+        "hooks": hook_walls(jobs, ".hooks"),
+        "bare": hook_walls(jobs, ".bare"),
+    }
 
 
-def hook_walls(jobs: list[tuple[str, Path]]) -> list[float]:
-    """Each hook process's whole wall time, as its agent waited for it (hook modes)."""
+def hook_walls(jobs: list[tuple[str, Path]], suffix: str) -> list[float]:
+    """Each hook process's whole wall time, as its agent waited for it (hook modes); with
+    ``.bare``, that of the bare interpreter run after it."""
     walls: list[float] = []
     for _, changes in jobs:
-        path = changes.with_suffix(".hooks")
+        path = changes.with_suffix(suffix)
         if path.exists():
             walls += [float(line) for line in path.read_text().split()]
     return walls
@@ -302,13 +315,15 @@ def main() -> None:
             f"{percentile(delays, 0.99) * 1000:>8.0f} {GOALS[mode] * 1000:>8.0f}  "
             f"{float(result['cpu']) * 100:>13.1f} %"  # type: ignore[arg-type]
         )
-        walls = result["hooks"]
-        assert isinstance(walls, list)
+        walls, bare = result["hooks"], result["bare"]
+        assert isinstance(walls, list) and isinstance(bare, list)
         if walls:
             p50, p99 = percentile(walls, 0.5) * 1000, percentile(walls, 0.99) * 1000
             print(
                 f"{'':<14} the hook process alone (the agent waits): p50 {p50:.0f}, p99 {p99:.0f}"
             )
+            p50, p99 = percentile(bare, 0.5) * 1000, percentile(bare, 0.99) * 1000
+            print(f"{'':<14} bare `python -I -S -c pass`, same panes: p50 {p50:.0f}, p99 {p99:.0f}")
     print(
         f"\nbaselines: bare python start {floor['python']:.0f} ms; `orchestrate hook` "
         f"(nothing to record) {floor['hook']:.0f} ms; {max(counts)} capture-pane calls "
