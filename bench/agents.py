@@ -72,14 +72,11 @@ def fake_agent(mode: str, changes: Path, seed: int) -> None:
             log.flush()
             if hook:
                 payload = json.dumps({**CLAUDE_PAYLOAD[state], "session_id": "bench"})
-                started = time.perf_counter()
-                subprocess.run(hook, input=payload, text=True, check=False)
-                with changes.with_suffix(".hooks").open("a", encoding="utf-8") as took:
-                    took.write(f"{time.perf_counter() - started}\n")
-                started = time.perf_counter()  # the floor, in the same pane, the same load
-                subprocess.run(BARE, input=payload, text=True, check=False)
-                with changes.with_suffix(".bare").open("a", encoding="utf-8") as took:
-                    took.write(f"{time.perf_counter() - started}\n")
+                for argv, suffix in ((hook, ".hooks"), (BARE, ".bare")):  # BARE: the floor
+                    at, started = time.time(), time.perf_counter()
+                    subprocess.run(argv, input=payload, text=True, check=False)
+                    with changes.with_suffix(suffix).open("a", encoding="utf-8") as took:
+                        took.write(f"{at} {time.perf_counter() - started}\n")
             elif mode == "osc":
                 sys.stdout.write(f"\x1b]7501;state={OSC[state]}:app=codex\x1b\\")
                 sys.stdout.write(f"{state} ...\n")
@@ -141,6 +138,10 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
              "--interval", str(interval), "--idle-exit", "600"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
+        receiver = Path(hook_socket(state))
+        deadline = time.monotonic() + 60
+        while not receiver.is_socket() and time.monotonic() < deadline:
+            time.sleep(0.1)  # its start takes seconds under load: hooks fall back till then
         time.sleep(1.0)
         measured_from = time.time()  # changes made before the supervisor ran do not count
         cpu_start, wall_start = cpu_seconds(supervisor.pid), time.monotonic()
@@ -155,20 +156,29 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
         "mode": mode,
         "latencies": latencies,
         "cpu": cpu,
-        "hooks": hook_walls(jobs, ".hooks"),
-        "bare": hook_walls(jobs, ".bare"),
+        "hooks": hook_walls(jobs, ".hooks", measured_from),
+        "bare": hook_walls(jobs, ".bare", measured_from),
     }
 
 
-def hook_walls(jobs: list[tuple[str, Path]], suffix: str) -> list[float]:
-    """Each hook process's whole wall time, as its agent waited for it (hook modes); with
-    ``.bare``, that of the bare interpreter run after it."""
+def hook_walls(jobs: list[tuple[str, Path]], suffix: str, since: float) -> list[float]:
+    """Each hook process's whole wall time from ``since``, as its agent waited for it
+    (hook modes); with ``.bare``, that of the bare interpreter run after it."""
     walls: list[float] = []
     for _, changes in jobs:
         path = changes.with_suffix(suffix)
-        if path.exists():
-            walls += [float(line) for line in path.read_text().split()]
+        lines = path.read_text().splitlines() if path.exists() else []
+        walls += [
+            float(took) for at, took in (line.split() for line in lines) if float(at) >= since
+        ]
     return walls
+
+
+def hook_socket(state: Path) -> str:
+    """Where the supervisor's hook receiver listens."""
+    from app.hookrx.client import socket_path
+
+    return socket_path(str(state.resolve()))
 
 
 def cpu_seconds(pid: int) -> float:

@@ -84,6 +84,8 @@ class Asked:
     after_seq: int
     """Only decisions posted after this seq are for this question."""
     wait_sec: float
+    payload: Mapping[str, Any]
+    """The hook's own JSON (the tool and its input), for whatever decides before a person."""
 
 
 def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
@@ -145,7 +147,7 @@ def record(registry: Registry, heard: Heard, env: Mapping[str, str]) -> Asked | 
         return None
     # a repeated sighting records nothing: only decisions from now on are for it
     after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
-    return Asked(heard.kind, heard.event, job_id, after, wait_seconds(env))
+    return Asked(heard.kind, heard.event, job_id, after, wait_seconds(env), heard.payload)
 
 
 def wait_seconds(env: Mapping[str, str]) -> float:
@@ -155,7 +157,9 @@ def wait_seconds(env: Mapping[str, str]) -> float:
 
 def settle(registry: Registry, asked: Asked) -> str | None:
     """The decision on ``asked`` in the agent's format, waiting for it (bounded); None
-    when none came (the agent then shows its own dialog). Runs outside any transaction."""
+    when none came (the agent then shows its own dialog). Runs outside any transaction,
+    on both paths (the receiver's and `orchestrate hook`'s): the place for a check that
+    decides before the wait."""
     from app.agents import built_in
     from app.approvals.decision import wait_for_decision
 
