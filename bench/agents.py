@@ -8,7 +8,10 @@ real jobs, and lets each change state every 1-3 s at random, writing when it did
 The fake agent signals the way the real ones do:
 
 * hook:   runs `orchestrate hook claude` with Claude Code's own payloads
-          (UserPromptSubmit, PermissionRequest, Stop), as its hooks would;
+          (UserPromptSubmit, PermissionRequest, Stop), as its hooks would (the full
+          path: the client's fallback when no receiver runs);
+* hook-rx: runs the hook client an agent's hooks run today (app/hookrx/client.py)
+          with the same payloads, answered by the supervisor's resident receiver;
 * osc:    writes Codex's `OSC 7501;state=…` sequence into its output;
 * screen: draws Aider's screens (its question, its prompt, streamed text), so only
           the screen rules can tell.
@@ -18,6 +21,9 @@ read from /proc, as a share of one core). Latency is, for each change the agent
 made, the time until the registry recorded that activity (job_activity.at_ms).
 Baselines in the same run: a bare `python -c pass` (the floor of a hook process),
 and one `tmux capture-pane` per pane per pass (the floor of screen reading).
+`--panes 1,20` runs every case at each count. The "one hook process" table times a
+single hook with no job, whole process, against a bare `python -c pass` fed the
+same stdin, run in turn, the ratio taken pair by pair.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-GOALS = {"hook": 0.2, "osc": 0.2, "screen": 1.5}
+GOALS = {"hook": 0.2, "hook-rx": 0.1, "osc": 0.2, "screen": 1.5}
 STATES = ("working", "waiting", "idle")
 CLAUDE_PAYLOAD = {
     "working": {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
@@ -50,13 +56,15 @@ CLAUDE_PAYLOAD = {
 }
 OSC = {"working": "working", "waiting": "blocked:app=codex:kind=permission", "idle": "idle"}
 RULE = "\u2500" * 60
+BARE = [sys.executable, "-I", "-S", "-c", "pass"]
+"""The floor of any hook process: an interpreter that does nothing (run after each hook)."""
 
 
 # -- the fake agent (runs in a pane) ------------------------------------------
 def fake_agent(mode: str, changes: Path, seed: int) -> None:
     """Change state every 1-3 s; record each change's time, then signal it."""
     rng = random.Random(seed)
-    hook = [sys.executable, "-m", "app", "hook", "claude"]
+    hook = hook_argv(mode)
     state = "idle"
     with changes.open("a", encoding="utf-8") as log:
         while True:
@@ -64,15 +72,28 @@ def fake_agent(mode: str, changes: Path, seed: int) -> None:
             state = rng.choice([s for s in STATES if s != state])
             log.write(json.dumps({"state": state, "at": time.time()}) + "\n")
             log.flush()
-            if mode == "hook":
+            if hook:
                 payload = json.dumps({**CLAUDE_PAYLOAD[state], "session_id": "bench"})
-                subprocess.run(hook, input=payload, text=True, check=False)
+                for argv, suffix in ((hook, ".hooks"), (BARE, ".bare")):  # BARE: the floor
+                    at, started = time.time(), time.perf_counter()
+                    subprocess.run(argv, input=payload, text=True, check=False)
+                    with changes.with_suffix(suffix).open("a", encoding="utf-8") as took:
+                        took.write(f"{at} {time.perf_counter() - started}\n")
             elif mode == "osc":
                 sys.stdout.write(f"\x1b]7501;state={OSC[state]}:app=codex\x1b\\")
                 sys.stdout.write(f"{state} ...\n")
                 sys.stdout.flush()
             else:
                 draw_aider(state, rng)
+
+
+def hook_argv(mode: str) -> list[str]:
+    """The hook command of a hook mode (none for the others)."""
+    from app.hookrx import hook_command
+
+    if mode == "hook":
+        return [sys.executable, "-m", "app", "hook", "claude"]
+    return [*hook_command(), "claude"] if mode == "hook-rx" else []
 
 
 def draw_aider(state: str, rng: random.Random) -> None:
@@ -97,7 +118,7 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
     os.environ["ORCHESTRATE_SUPERVISOR"] = "off"  # we start ours, with our interval
     os.environ["ORCHESTRATE_TMUX_SOCKET"] = socket
     orch = Orchestrator(Settings(state), tmux_socket=socket)
-    agent = {"hook": "claude", "osc": "codex", "screen": "aider"}[mode]
+    agent = {"hook": "claude", "hook-rx": "claude", "osc": "codex", "screen": "aider"}[mode]
     jobs = []
     try:
         for n in range(panes):
@@ -119,6 +140,10 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
              "--interval", str(interval), "--idle-exit", "600"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
+        receiver = Path(hook_socket(state))
+        deadline = time.monotonic() + 60
+        while not receiver.is_socket() and time.monotonic() < deadline:
+            time.sleep(0.1)  # its start takes seconds under load: hooks fall back till then
         time.sleep(1.0)
         measured_from = time.time()  # changes made before the supervisor ran do not count
         cpu_start, wall_start = cpu_seconds(supervisor.pid), time.monotonic()
@@ -129,7 +154,33 @@ def run_case(mode: str, panes: int, seconds: float, interval: float) -> dict[str
         latencies = measure(state, jobs, measured_from)
     finally:
         orch.driver.server.cmd("kill-server")
-    return {"mode": mode, "latencies": latencies, "cpu": cpu}
+    return {
+        "mode": mode,
+        "latencies": latencies,
+        "cpu": cpu,
+        "hooks": hook_walls(jobs, ".hooks", measured_from),
+        "bare": hook_walls(jobs, ".bare", measured_from),
+    }
+
+
+def hook_walls(jobs: list[tuple[str, Path]], suffix: str, since: float) -> list[float]:
+    """Each hook process's whole wall time from ``since``, as its agent waited for it
+    (hook modes); with ``.bare``, that of the bare interpreter run after it."""
+    walls: list[float] = []
+    for _, changes in jobs:
+        path = changes.with_suffix(suffix)
+        lines = path.read_text().splitlines() if path.exists() else []
+        walls += [
+            float(took) for at, took in (line.split() for line in lines) if float(at) >= since
+        ]
+    return walls
+
+
+def hook_socket(state: Path) -> str:
+    """Where the supervisor's hook receiver listens."""
+    from app.hookrx.client import socket_path
+
+    return socket_path(str(state.resolve()))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -186,6 +237,50 @@ def baselines(panes: int) -> dict[str, float]:
     return {"python": python_ms, "captures": capture_ms, "hook": hook_ms}
 
 
+# -- one hook process, whole, against a bare python (hookrx) ----------------------
+def time_process(argv: list[str], stdin: Path) -> float:
+    """Wall seconds of one whole process, fed ``stdin`` as an agent feeds its hook."""
+    with stdin.open("rb") as given:
+        started = time.perf_counter()
+        subprocess.run(argv, stdin=given, stdout=subprocess.DEVNULL, check=False)
+        return time.perf_counter() - started
+
+
+def hook_process_ratios(runs: int) -> dict[str, tuple[float, float]]:
+    """Median wall ms and the median of pair-by-pair ratios to a bare `python -c pass`,
+    for the hook client and for `orchestrate hook`, each with no job to record for."""
+    from app.hookrx import hook_command
+
+    stdin = Path(tempfile.mkdtemp(prefix="bench-hook-")) / "stdin.json"
+    stdin.write_text(json.dumps({**CLAUDE_PAYLOAD["idle"], "session_id": "bench"}))
+    saved = {name: os.environ.pop(name, None) for name in ("ORCHESTRATE_HOME", "ORCHESTRATE_JOB")}
+    commands = {
+        "hook client (python -I -S)": [*hook_command(), "claude"],
+        "orchestrate hook (full path)": [sys.executable, "-m", "app", "hook", "claude"],
+    }
+    bare = [sys.executable, "-c", "pass"]
+    results = {}
+    try:
+        for name, argv in commands.items():
+            time_process(argv, stdin)  # warm the page cache
+            walls, ratios = [], []
+            for _ in range(runs):
+                wall = time_process(argv, stdin)
+                walls.append(wall)
+                ratios.append(wall / time_process(bare, stdin))
+            results[name] = (percentile(walls, 0.5) * 1000, percentile(ratios, 0.5))
+    finally:
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+    return results
+
+
+def print_hook_process(runs: int) -> None:
+    print(f"\none hook process, no job, {runs} runs in turn with a bare `python -c pass`")
+    print(f"{'command':<30} {'median ms':>10} {'x bare python':>14} {'goal':>6}")
+    for name, (wall_ms, ratio) in hook_process_ratios(runs).items():
+        print(f"{name:<30} {wall_ms:>10.0f} {ratio:>14.2f} {1.5:>6.1f}")
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -201,34 +296,55 @@ def main() -> None:
         answers_main(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--panes", type=int, default=20)
+    parser.add_argument("--panes", default="20", help="a count, or counts: 1,20")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--interval", type=float, default=0.5)
-    parser.add_argument("--modes", default="hook,osc,screen")
+    parser.add_argument("--modes", default="hook,hook-rx,osc,screen")
+    parser.add_argument("--runs", type=int, default=20, help="runs of the one-process table")
     args = parser.parse_args()
-    floor = baselines(args.panes)
+    counts = [int(n) for n in str(args.panes).split(",")]
+    floor = baselines(max(counts))
     print(f"{args.panes} panes, {args.seconds:.0f} s a case, a pass every {args.interval} s")
     print(f"load before: {os.getloadavg()[0]:.2f}")
-    head = ("signal", "changes", "p50 ms", "p90 ms", "p99 ms", "goal p99", "supervisor CPU")
-    print(
-        f"\n{head[0]:<8} {head[1]:>8} {head[2]:>8} {head[3]:>8} {head[4]:>8} {head[5]:>9} "
-        f"{head[6]:>15}"
+    head = (
+        "signal",
+        "panes",
+        "changes",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "goal p99",
+        "supervisor CPU",
     )
-    for mode in args.modes.split(","):
-        result = run_case(mode, args.panes, args.seconds, args.interval)
+    print(
+        f"\n{head[0]:<8} {head[1]:>5} {head[2]:>8} {head[3]:>8} {head[4]:>8} {head[5]:>8} "
+        f"{head[6]:>9} {head[7]:>15}"
+    )
+    for panes, mode in [(n, m) for n in counts for m in args.modes.split(",")]:
+        result = run_case(mode, panes, args.seconds, args.interval)
         delays = result["latencies"]
         assert isinstance(delays, list)
         print(
-            f"{mode:<8} {len(delays):>8} {percentile(delays, 0.5) * 1000:>8.0f} "
+            f"{mode:<8} {panes:>5} {len(delays):>8} {percentile(delays, 0.5) * 1000:>8.0f} "
             f"{percentile(delays, 0.9) * 1000:>8.0f} "
             f"{percentile(delays, 0.99) * 1000:>8.0f} {GOALS[mode] * 1000:>8.0f}  "
             f"{float(result['cpu']) * 100:>13.1f} %"  # type: ignore[arg-type]
         )
+        walls, bare = result["hooks"], result["bare"]
+        assert isinstance(walls, list) and isinstance(bare, list)
+        if walls:
+            p50, p99 = percentile(walls, 0.5) * 1000, percentile(walls, 0.99) * 1000
+            print(
+                f"{'':<14} the hook process alone (the agent waits): p50 {p50:.0f}, p99 {p99:.0f}"
+            )
+            p50, p99 = percentile(bare, 0.5) * 1000, percentile(bare, 0.99) * 1000
+            print(f"{'':<14} bare `python -I -S -c pass`, same panes: p50 {p50:.0f}, p99 {p99:.0f}")
     print(
         f"\nbaselines: bare python start {floor['python']:.0f} ms; `orchestrate hook` "
-        f"(nothing to record) {floor['hook']:.0f} ms; {args.panes} capture-pane calls "
+        f"(nothing to record) {floor['hook']:.0f} ms; {max(counts)} capture-pane calls "
         f"{floor['captures']:.0f} ms (one screen pass's floor)"
     )
+    print_hook_process(args.runs)
 
 
 # -- answers: by meaning against the blind key -------------------------------------

@@ -1,8 +1,12 @@
-"""`orchestrate hook AGENT`: what an agent's hook runs, on the agent's critical path.
+"""`orchestrate hook AGENT`: the one path of an agent's hook, on its critical path.
 
-It reads the hook's JSON (stdin, or the last argument for Codex's `notify`),
-asks the agent's adapter what it means, and records a signed activity event for
-the pane's job (ORCHESTRATE_HOME, ORCHESTRATE_JOB). It must be fast and must
+Agents' hooks run the tiny client of app/hookrx/client.py; the supervisor's
+resident receiver (app/hookrx/receiver.py) runs this module's steps for it
+(``hear``, ``record``, ``settle``), and with no receiver the client runs
+`orchestrate hook`, which runs them here (``main``, ``handle``). Either way it
+reads the hook's JSON (stdin, or the last argument for Codex's `notify`), asks
+the agent's adapter what it means, and records a signed activity event for the
+pane's job (ORCHESTRATE_HOME, ORCHESTRATE_JOB). It must be fast and must
 never fail or block the agent: whatever goes wrong is written to the job's
 ``hook-errors.log`` and the hook exits 0 with nothing on stdout (Claude adds a
 hook's stdout to the model's context). The one exception is a decision: under
@@ -20,10 +24,15 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.settings import APPROVAL_WAIT_ENV, APPROVALS_ENV, HOME_ENV, JOB_ENV
+
+if TYPE_CHECKING:
+    from app.agents.base import HookReading
+    from registry.jobs import Registry
 
 BUSY_TIMEOUT_MS = 2000
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -54,46 +63,164 @@ def event_name(payload: Mapping[str, Any]) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A hook payload that says something about its job: what its adapter read."""
+
+    kind: str
+    event: str
+    job_id: str
+    payload: Mapping[str, Any]
+    reading: HookReading
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A recorded question whose hook waits for the control room's decision."""
+
+    kind: str
+    event: str
+    job_id: str
+    after_seq: int
+    """Only decisions posted after this seq are for this question."""
+    wait_sec: float
+    payload: Mapping[str, Any]
+    """The hook's own JSON (the tool and its input), for whatever decides before a person."""
+    env: Mapping[str, str]
+    """The hook's ORCHESTRATE_* variables (the state dir, the policy file, approvals)."""
+    unrecorded: HookReading | None = None
+    """The question itself, when the approval policy answers first: it is recorded as
+    ``waiting`` only once the policy has left it to a person (``settle``), so a
+    question the policy decides never shows the job waiting, and the policy (which
+    may run a reviewer for seconds) runs outside the receiver's batch transaction."""
+
+
 def handle(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    """Record what the payload says; the decision to print, if one was asked for."""
-    from app.agents import built_in
-    from app.approvals.decision import CONTROL_ROOM_APPROVALS, wait_for_decision
-    from app.policy.hook import policy_decision
+    """Record what the payload says; the decision to print, if one was asked for.
+
+    The one path of a hook, in three steps: ``hear`` (no database), ``record`` and
+    ``settle``. `orchestrate hook` runs them here; the resident receiver
+    (app/hookrx/receiver.py) runs the same steps, ``record`` in one transaction with
+    the other hooks that arrived together, then ``settle`` on its own thread."""
     from registry.jobs import Registry
 
+    heard = hear(kind, payload, env)
+    if heard is None or not env.get(HOME_ENV):
+        return None
+    registry = Registry.open(env[HOME_ENV], busy_timeout_ms=BUSY_TIMEOUT_MS)
+    try:
+        asked = record(registry, heard, env)
+        return settle(registry, asked) if asked is not None else None
+    finally:
+        registry.db.close()
+
+
+def hear(kind: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> Heard | None:
+    """What the agent's adapter reads in the payload; None when it says nothing to
+    record (or no job is named): then no database is opened at all."""
+    from app.agents import built_in
+
     adapter = built_in(kind)
-    state_dir, job_id = env.get(HOME_ENV), env.get(JOB_ENV)
-    if adapter is None or not state_dir or not job_id:
+    job_id = env.get(JOB_ENV)
+    if adapter is None or not job_id:
         return None
     event = event_name(payload)
     reading = adapter.read_hook(event, payload)
     if reading.observation is None and reading.agent_session_id is None:
         return None
-    registry = Registry.open(state_dir, busy_timeout_ms=BUSY_TIMEOUT_MS)
-    try:
-        job = registry.get(job_id)
-        if not adapter.about_the_task(payload, job.prompt):
-            return None
-        if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
-            registry.set_agent_session_id(job_id, reading.agent_session_id)
-        # the approval policy answers first: a question it decides never shows waiting
-        decided = policy_decision(registry, adapter, job, event, payload, reading, env)
+    return Heard(kind, event, job_id, payload, reading)
+
+
+def record(registry: Registry, heard: Heard, env: Mapping[str, str]) -> Asked | None:
+    """Write what the payload says to the job (its activity, its agent session id);
+    the question to settle when this hook must wait for a decision.
+
+    Every write goes through the registry's own transactions, so a caller holding
+    an outer one (``registry.store.write()``) gets them all in one COMMIT."""
+    from app.agents import built_in
+
+    adapter = built_in(heard.kind)
+    job_id, reading = heard.job_id, heard.reading
+    job = registry.get(job_id)
+    if adapter is None or not adapter.about_the_task(heard.payload, job.prompt):
+        return None
+    if reading.agent_session_id and job.agent_session_id != reading.agent_session_id:
+        registry.set_agent_session_id(job_id, reading.agent_session_id)
+    if reading.wants_decision and reading.observation is not None and policy_applies(env):
+        # the approval policy answers first (settle): nothing recorded yet
+        return Asked(
+            heard.kind, heard.event, job_id, 0, wait_seconds(env), heard.payload, env, reading
+        )
+    return ask(registry, heard.kind, heard.event, job_id, reading, heard.payload, env)
+
+
+def ask(
+    registry: Registry,
+    kind: str,
+    event: str,
+    job_id: str,
+    reading: HookReading,
+    payload: Mapping[str, Any],
+    env: Mapping[str, str],
+) -> Asked | None:
+    """Record the reading; the question to wait on when the control room answers."""
+    from app.approvals.decision import CONTROL_ROOM_APPROVALS
+
+    recorded = None
+    if reading.observation is not None:
+        recorded = registry.observe(job_id, reading.observation)
+    if not reading.wants_decision or env.get(APPROVALS_ENV) != CONTROL_ROOM_APPROVALS:
+        return None
+    # a repeated sighting records nothing: only decisions from now on are for it
+    after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
+    return Asked(kind, event, job_id, after, wait_seconds(env), payload, env)
+
+
+def policy_applies(env: Mapping[str, str]) -> bool:
+    """Whether an approval policy is there to ask (one stat: the cost without one)."""
+    from app.policy.hook import has_policy
+
+    state_dir = env.get(HOME_ENV)
+    return bool(state_dir) and has_policy(Path(state_dir or "."), env)
+
+
+def wait_seconds(env: Mapping[str, str]) -> float:
+    """How long a question waits for the control room (the job's --approval-wait)."""
+    return float(env.get(APPROVAL_WAIT_ENV) or 120)
+
+
+def settle(registry: Registry, asked: Asked) -> str | None:
+    """The decision on ``asked`` in the agent's format, waiting for it (bounded); None
+    when none came (the agent then shows its own dialog). Runs outside any transaction,
+    on both paths (the receiver's and `orchestrate hook`'s): the place for a check that
+    decides before the wait."""
+    from app.agents import built_in
+    from app.approvals.decision import wait_for_decision
+
+    adapter = built_in(asked.kind)
+    if adapter is None:
+        return None
+    if asked.unrecorded is not None:
+        from app.policy.hook import policy_decision
+
+        job = registry.get(asked.job_id)
+        reading = asked.unrecorded
+        decided = policy_decision(
+            registry, adapter, job, asked.event, asked.payload, reading, asked.env
+        )
         if decided is not None:
             return decided
-        recorded = None
-        if reading.observation is not None:
-            recorded = registry.observe(job_id, reading.observation)
-        if not reading.wants_decision or env.get(APPROVALS_ENV) != CONTROL_ROOM_APPROVALS:
+        waiting = ask(
+            registry, asked.kind, asked.event, asked.job_id, reading, asked.payload, asked.env
+        )
+        if waiting is None:
             return None
-        # a repeated sighting records nothing: only decisions from now on are for it
-        after = recorded.bus_seq if recorded is not None else registry.bus.latest_seq()
-        wait = float(env.get(APPROVAL_WAIT_ENV) or 120)
-        decision = wait_for_decision(registry.bus, job_id, after, time.monotonic() + wait)
-        if decision is None:
-            return None  # undecided: the agent shows its own dialog
-        return adapter.decision_output(event, decision.allow, decision.reason)
-    finally:
-        registry.db.close()
+        asked = waiting
+    deadline = time.monotonic() + asked.wait_sec
+    decision = wait_for_decision(registry.bus, asked.job_id, asked.after_seq, deadline)
+    if decision is None:
+        return None  # undecided: the agent shows its own dialog
+    return adapter.decision_output(asked.event, decision.allow, decision.reason)
 
 
 def log_failure(env: Mapping[str, str], kind: str) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from app.agents import adapter_for
 from app.agents.base import AgentAdapter, LaunchContext, LaunchPlan
-from app.agents.env import orchestrate_command
 from app.agents.generic import Generic
 from app.agents.settings_files import write_private
 from app.control.errors import UnknownAgent
+from app.hookrx import hook_command
 from registry.records import Job
 
 APPROVAL_MODES = ("agent", "control-room")
@@ -138,7 +138,7 @@ def context_for(
     job: Job, job_dir: Path, record: LaunchRecord, env: Mapping[str, str]
 ) -> LaunchContext:
     """The adapter's view of one job's start."""
-    hook = shlex.join([*orchestrate_command(), "hook"])
+    hook = shlex.join(hook_command())  # the receiver's client; it falls back to `orchestrate hook`
     return LaunchContext(
         job_id=job.job_id,
         job_dir=job_dir,

@@ -5,7 +5,8 @@ It runs `orchestrate supervise`, started detached by whatever starts an agent,
 holds ``<state>/supervisor.lock`` so there is only ever one, and exits on its own
 once no job has run for a while or its tmux server is gone. Observing twice is
 harmless (the registry drops repeated sightings), so a control room or a waiting
-`submit` may observe beside it.
+`submit` may observe beside it. While it runs it is also the hook receiver
+(app/hookrx/receiver.py): agents' hooks are recorded here, not in a new process each.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import orchestrate_command
+from app.hookrx.receiver import serving
 from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
+from app.supervision.log_watch import LogWatch
 from app.supervision.reconcile import ReconcileReport
 from registry.vocabulary import Activity
 
@@ -30,7 +33,12 @@ SWITCH_ENV = "ORCHESTRATE_SUPERVISOR"
 """``off`` never starts one (tests that judge passes themselves set it)."""
 PASS_INTERVAL_SEC = 0.5
 OUTPUT_INTERVAL_SEC = 0.1
-"""Between full passes, status sequences in the output are read this often."""
+"""Between full passes, status sequences in new output are read at most this often."""
+QUIET_PASS_SEC = 2.0
+"""While no pane writes (so no screen can have changed), a full pass this often, not
+every ``interval``: for what shows no output (a pane's death, a stall, a lease)."""
+WAKE_SEC = 1.0
+"""How often the output reader checks, with no output, whether it should stop."""
 IDLE_EXIT_SEC = 60.0
 
 
@@ -78,6 +86,8 @@ class Supervisable(Protocol):
 
     def tmux_running(self) -> bool: ...
 
+    def pane_log(self, job_id: str) -> Path: ...
+
 
 def ensure_started(state_dir: Path, tmux_socket: str) -> bool:
     """Start the supervisor of this state dir unless one runs (or it is switched off).
@@ -121,44 +131,82 @@ def supervise(
         if lock is None:
             report("another supervisor already runs for this state dir")
             return 3
-        quiet_since = time.monotonic()
-        last = ""
-        done = threading.Event()
-        reader = threading.Thread(
-            target=read_output, args=(orchestrator, done), name="status-reader", daemon=True
-        )
-        reader.start()
-        while state_dir.is_dir():
-            try:
-                summary = orchestrator.reconcile()
-            except Exception as exc:  # a locked database, a tmux hiccup: try again
-                report(f"pass failed: {exc}")
-                time.sleep(interval * 4)
-                continue
-            if after_pass is not None:
-                try:
-                    after_pass()
-                except Exception as exc:  # as a failed pass: said, then tried again next pass
-                    report(f"after the pass: {exc}")
-            line = summary.summary()
-            if summary.acted and line != last:
-                report(f"{time.strftime('%H:%M:%S')} {line}")
-                last = line
-            live = [a for a in summary.sampled.values() if a != Activity.INTERRUPTED]
-            if live:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= idle_exit_sec:
-                break
-            if not live and not orchestrator.tmux_running():
-                break  # nothing runs, and nothing can (its tmux server is gone)
-            time.sleep(interval)
-        done.set()
-        reader.join(5)
+        with serving(state_dir, report):
+            passes(orchestrator, interval, idle_exit_sec, report, after_pass)
     return 0
 
 
-def read_output(orchestrator: Supervisable, done: threading.Event) -> None:
-    """Status sequences ten times a second, beside the full passes (never behind one)."""
-    while not done.wait(OUTPUT_INTERVAL_SEC):
+def passes(
+    orchestrator: Supervisable,
+    interval: float,
+    idle_exit_sec: float,
+    report: Callable[[str], None],
+    after_pass: Callable[[], None] | None,
+) -> None:
+    """The supervisor's loop until idle or orphaned: a full pass every ``interval``
+    while a pane writes, every ``QUIET_PASS_SEC`` while none does."""
+    state_dir = orchestrator.settings.state_dir
+    quiet_since = time.monotonic()
+    last = ""
+    done, written = threading.Event(), threading.Event()
+    logs = LogWatch(orchestrator.pane_log)
+    reader = threading.Thread(
+        target=read_output,
+        args=(orchestrator, done, logs, written),
+        name="status-reader",
+        daemon=True,
+    )
+    reader.start()
+    while state_dir.is_dir():
+        try:
+            summary = orchestrator.reconcile()
+        except Exception as exc:  # a locked database, a tmux hiccup: try again
+            report(f"pass failed: {exc}")
+            time.sleep(interval * 4)
+            continue
+        logs.follow(summary.sampled)
+        if after_pass is not None:
+            try:
+                after_pass()
+            except Exception as exc:  # as a failed pass: said, then tried again next pass
+                report(f"after the pass: {exc}")
+        line = summary.summary()
+        if summary.acted and line != last:
+            report(f"{time.strftime('%H:%M:%S')} {line}")
+            last = line
+        live = [a for a in summary.sampled.values() if a != Activity.INTERRUPTED]
+        if live:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= idle_exit_sec:
+            break
+        if not live and not orchestrator.tmux_running():
+            break  # nothing runs, and nothing can (its tmux server is gone)
+        time.sleep(interval)
+        if logs.working:  # else every interval, as ever
+            written.wait(max(0.0, QUIET_PASS_SEC - interval))
+        written.clear()
+    done.set()
+    reader.join(5)
+    logs.close()
+
+
+def read_output(
+    orchestrator: Supervisable, done: threading.Event, logs: LogWatch, written: threading.Event
+) -> None:
+    """Status sequences as soon as a running job's pane log is written (at most ten
+    reads a second, none while no agent writes), beside the full passes (never behind
+    one); ``written`` tells the passes that output came. Without inotify: ten times a
+    second, written or not."""
+    while not done.is_set():
+        changed = logs.wait(WAKE_SEC)
+        if changed is None:  # no inotify here: the timer
+            if done.wait(OUTPUT_INTERVAL_SEC):
+                return
+        elif not changed:
+            continue
+        written.set()
+        read_at = time.monotonic()
         with contextlib.suppress(Exception):  # the next full pass reports what failed
             orchestrator.reconcile_output()
+        # what is written meanwhile waits in the kernel's queue, read in one go next
+        done.wait(max(0.0, OUTPUT_INTERVAL_SEC - (time.monotonic() - read_at)))

@@ -155,21 +155,29 @@ class TmuxDriver(PaneControl):
             self.server.cmd("set-environment", "-g", "-u", name)
 
     def list_sessions(self) -> list[SessionInfo]:
-        """Every live session on this server, labelled (empty when no server runs)."""
-        if not self.server_running():
+        """Every live session on this server, labelled (empty when no server runs).
+
+        One tmux call for every session's panes (not one per session): the
+        supervisor asks on each pass, and each call is a process."""
+        fields = "\t".join(("#{session_id}", "#{pane_id}", "#{session_name}"))
+        result = self.server.cmd("list-panes", "-a", "-F", fields)
+        if result.returncode != 0:
+            self.server_running()  # raises if the server is there but unusable
             return []
-        infos = []
-        for session in self.server.sessions:
-            name = str(session.session_name)
-            infos.append(
-                SessionInfo(
-                    label=label_for(name),
-                    session_name=name,
-                    session_id=str(session.session_id),
-                    pane_ids=tuple(str(pane.pane_id) for pane in session.panes),
-                )
+        found: dict[str, tuple[str, list[str]]] = {}
+        for line in result.stdout:
+            parts = line.split("\t", 2)  # the name last: it may hold a tab
+            if len(parts) == 3:
+                found.setdefault(parts[0], (parts[2], []))[1].append(parts[1])
+        return [
+            SessionInfo(
+                label=label_for(name),
+                session_name=name,
+                session_id=session_id,
+                pane_ids=tuple(panes),
             )
-        return infos
+            for session_id, (name, panes) in found.items()
+        ]
 
     def kill_session(self, label: str) -> bool:
         """Kill the tmux session for `label`; False if there was none."""
