@@ -48,6 +48,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "gc": "app.commands.gc:gc",
     "status": "app.commands.status:status",
     "metrics": "app.commands.metrics:metrics",
+    "acp-run": "app.commands.acp_run:acp_run",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off
