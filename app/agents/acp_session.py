@@ -43,7 +43,7 @@ from acp.schema import (
 )
 
 from app.agents import acp_protocol as protocol
-from app.agents.acp_view import AGENT, THOUGHT, Transcript
+from app.agents.acp_view import AGENT, THOUGHT, Transcript, agent_text
 from app.agents.base import CONTINUE_PROMPT
 from app.agents.hook import BUSY_TIMEOUT_MS
 from registry.activity import Observation
@@ -58,6 +58,8 @@ REPEAT_SEC = 1.0
 """A repeated working sighting is sent to the registry at most this often (each is a
 write transaction, and message chunks come many a second)."""
 CANCEL_COMMAND = "/cancel"
+REPLAYED_CHARS = 160
+"""How much of a replayed message of the person's the transcript shows (one line)."""
 CLIENT_INFO = Implementation(name="orchestrate", title="orchestrate", version="1")
 
 
@@ -146,9 +148,12 @@ class OrchestrateClient:
         kind = protocol.update_kind(update)
         if kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
             text = getattr(update.content, "text", None)
-            if isinstance(text, str):
-                marker = {"agent_message_chunk": AGENT, "agent_thought_chunk": THOUGHT}
-                self.view.stream(marker.get(kind, "> "), text)
+            if not isinstance(text, str):
+                return
+            if kind == "user_message_chunk":  # replayed by session/load: a reminder only
+                self.view.note(f"> {agent_text(' '.join(text.split()))[:REPLAYED_CHARS]}")
+            else:
+                self.view.stream(AGENT if kind == "agent_message_chunk" else THOUGHT, text)
         elif kind in ("tool_call", "tool_call_update"):
             tool, command = protocol.tool_and_command(update)
             if kind == "tool_call" or update.status or update.title:
