@@ -178,8 +178,8 @@ class OrchestrateClient:
         answer = policy_answer(self.job_id, wait)
         if answer is None:
             words = "/".join(offered)
-            self.view.note(f"   answer in orchestrate (inbox, `orchestrate answer {self.job_id} "
-                           f"{words}`) or type {words} here")  # fmt: skip
+            self.view.note(f"   answer in the inbox, with `orchestrate answer --job {self.job_id} "
+                           f"{words}`, or type {words} (or its first letter) here")  # fmt: skip
             recorded = self.recorder.observe(wait)
             after = recorded.bus_seq if recorded is not None else self.recorder.latest_seq()
             answer = await self.wait_for_answer(after, options)

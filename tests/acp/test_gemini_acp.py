@@ -133,3 +133,27 @@ def test_gemini_over_acp_resumes_by_session_load_or_says_it_could_not(
         assert "Continue the task" not in body
     supervise_until(orch, job_id, lambda j: j.activity == "idle", "the resumed turn's end")
     orch.cancel(job_id, grace_sec=2)
+
+
+@pytest.mark.slow
+def test_a_follow_up_sent_to_the_pane_is_the_next_prompt(
+    orch: Orchestrator, serve_model: ServeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`orchestrate send` (a paste and Enter, as a person typing) after the job completed:
+    the transcript sends it as the next session/prompt and the job runs again."""
+    monkeypatch.setenv("ORCHESTRATE_IDLE_GRACE_SEC", "1")
+    script = Script([Reply("First part done."), Reply("Second part done.")])
+    job_id, _workdir, _env, model = start(orch, serve_model, tmp_path, "gacp-f", script)
+    supervise_until(orch, job_id, lambda j: j.status == "completed", "completion", timeout=60)
+    orch.send_input(job_id, "now the second part")
+    deadline = time.monotonic() + 60
+    while "Second part done." not in screen(orch, job_id):
+        assert time.monotonic() < deadline, f"no second turn:\n{screen(orch, job_id)}"
+        time.sleep(0.2)
+    latest = json.dumps(model.requests_of("turn")[-1].body)  # type: ignore[attr-defined]
+    assert "now the second part" in latest and TASK in latest  # the same session
+    supervise_until(orch, job_id, lambda j: j.status == "completed", "completed again")
+    changes = [(c.activity, c.observation.source) for c in orch.registry.activity_history(job_id)]
+    assert changes[-1] == ("idle", "acp:gemini-acp:end_turn")
+    assert changes.count(("idle", "acp:gemini-acp:end_turn")) == 2, changes
+    orch.stop_agent(orch.registry.get(job_id), grace_sec=2)
