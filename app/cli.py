@@ -53,6 +53,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "policy": "app.commands.policy:policy",
     "node": "app.commands.node:node",
     "nodes": "app.commands.nodes:nodes",
+    "acp-run": "app.commands.acp_run:acp_run",
 }
 
 # Commands that run for a moment and exit: they keep the garbage collector off

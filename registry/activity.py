@@ -32,9 +32,10 @@ NEEDS_PERSON: Final = frozenset({Activity.WAITING, Activity.BLOCKED})
 """Activities a person must act on: a dialog to answer, or a refusal the agent stopped at.
 Only ``waiting`` takes an answer (``Job.waiting``)."""
 APP_SERVER: Final = "appserver:"
-STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER)
-"""Sources that report from inside the agent; its status sequence and screen are
-weaker (see Observation.defers_to)."""
+ACP: Final = "acp:"
+STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER, ACP)
+"""Sources that report from inside the agent (its hooks, Codex's app-server, an ACP
+session); its status sequence and screen are weaker (see Observation.defers_to)."""
 MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
 _ABOUT: Final = ("question", "tool", "command", "blocked_by")
@@ -50,6 +51,7 @@ _SOURCE_WORDS: Final = {
     "publish": "event published by the agent",
     "control-room": "control room",
     "appserver": "app-server",
+    "acp": "ACP",
 }
 AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read from here
     "claude": "Claude Code",
@@ -58,6 +60,8 @@ AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read fro
     "gemini": "Gemini CLI",
     "aider": "Aider",
     "demo": "demo agent",
+    "acp": "ACP agent",
+    "gemini-acp": "Gemini CLI (ACP)",
 }
 
 

@@ -1,5 +1,6 @@
 """Agent adapters, one module per kind: claude (claude-code), codex, gemini, aider,
-demo, and generic for any other CLI (configured in agents.toml).
+demo, acp (any ACP agent, and its presets such as gemini-acp), and generic for any
+other CLI (configured in agents.toml).
 
 A kind's module is imported only when that kind is asked for: `orchestrate hook`
 runs on an agent's critical path and loads just its own adapter.
@@ -24,6 +25,8 @@ _BUILT_IN: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gemini": ("app.agents.gemini", "Gemini", ()),
     "aider": ("app.agents.aider", "Aider", ()),
     "demo": ("app.agents.demo", "Demo", ()),
+    "acp": ("app.agents.acp", "Acp", ()),
+    "gemini-acp": ("app.agents.acp", "GeminiAcp", ()),
 }
 KINDS: tuple[str, ...] = tuple(_BUILT_IN)
 

@@ -147,6 +147,11 @@ class AgentAdapter:
         """How to continue the job's conversation (None: the agent cannot; start afresh)."""
         return None
 
+    def refuse_command(self, argv: Sequence[str] | None, env: Mapping[str, str]) -> str | None:
+        """Why the job's command cannot start this agent (None: it may). Checked by
+        submit and resume before anything is stored; the ACP kind checks its agent's."""
+        return None
+
     def delivery_for(self, argv: Sequence[str]) -> PromptDelivery:
         """argv or file when the command line carries the prompt, else paste."""
         if PROMPT_WORD in argv:

@@ -29,6 +29,10 @@ DECIDED_BY_HOOK = "hook:claude:PermissionRequest"
 """The activity source of a question Claude's permission hook waits on."""
 DECIDED_BY_APP_SERVER = "appserver:codex:requestApproval"
 """The activity source of a request Codex's app-server holds (app/agents/codex_bridge.py)."""
+DECIDED_BY_ACP = "acp:"
+"""The source prefix of an ACP session's wait: orchestrate's own client holds the
+agent's ``session/request_permission`` (app/agents/acp_session.py), whatever
+``--approvals`` says: the agent has no dialog to type into."""
 
 
 class Channel(StrEnum):
@@ -36,6 +40,7 @@ class Channel(StrEnum):
 
     HOOK = "hook decision"
     APP_SERVER = "app-server decision"
+    ACP = "ACP decision"
     KEYS = "keys"
 
 
@@ -73,7 +78,10 @@ def awaits_decision(job: Job, record: LaunchRecord | None, now: float | None = N
     """Whether the job's question waits for a structured decision (``--approvals
     control-room``): Claude's permission hook, until its bound runs out (then the
     agent's own dialog shows, and keys answer it); Codex's app-server request, as long
-    as it is pending (its dialog is on screen meanwhile, so keys would work too)."""
+    as it is pending (its dialog is on screen meanwhile, so keys would work too); an
+    ACP session's request always (``--approvals`` aside)."""
+    if job.waiting and (job.activity_source or "").startswith(DECIDED_BY_ACP):
+        return True
     if record is None or record.approvals != CONTROL_ROOM_APPROVALS or not job.waiting:
         return False
     return _decision_channel(job, record, now) is not None
@@ -116,8 +124,8 @@ class Question:
         if not job.waiting:  # waiting implies running (registry/records.py)
             raise not_waiting(job)
         adapter = adapter_for(job.agent, state_dir)
-        channel = None
-        if record is not None and record.approvals == CONTROL_ROOM_APPROVALS:
+        channel = Channel.ACP if (job.activity_source or "").startswith(DECIDED_BY_ACP) else None
+        if channel is None and record is not None and record.approvals == CONTROL_ROOM_APPROVALS:
             channel = _decision_channel(job, record, now)
         if channel is not None:
             return cls(job, adapter, channel, tuple(Answer))

@@ -38,6 +38,8 @@ SIGNALS = {
     "codex": "OSC 7501 status in its output, notify, screen rules",
     "gemini": "hooks (per-job GEMINI_CLI_HOME layer), screen rules",
     "aider": "screen rules",
+    "acp": "the ACP session (orchestrate is its client: acp-run)",
+    "gemini-acp": "the ACP session (orchestrate is its client: acp-run)",
 }
 
 
@@ -60,6 +62,8 @@ INSTALL_HINTS = {
     "codex": "npm install -g @openai/codex",
     "gemini": "npm install -g @google/gemini-cli",
     "aider": "pipx install aider-chat (Python < 3.13)",
+    "acp": "any ACP agent: submit --agent acp --agent-cmd 'AGENT --acp'",
+    "gemini-acp": "npm install -g @google/gemini-cli",
 }
 
 
@@ -113,8 +117,10 @@ def checks() -> list[Check]:
         kind = adapter.kind
         if kind == "demo":
             continue
-        path = shutil.which(adapter.executable)
+        path = shutil.which(adapter.executable) if adapter.executable else None
         version = version_of([path, "--version"]) if path else "not installed"
+        if not adapter.executable:  # the acp kind: any agent, its command given at submit
+            version = "any ACP agent"
         ok, hooks = probe_hook(kind) if kind in HOOK_PROBES else (True, "not used")
         tested = adapter.tested_versions
         found.append(
@@ -136,6 +142,8 @@ def approvals_of(kind: str, path: str | None) -> str:
     """How `submit --approvals control-room` answers this agent."""
     if kind == "claude":
         return "control-room: permission hook"
+    if kind in ("acp", "gemini-acp"):
+        return "always by decision: session/request_permission"
     if kind != "codex":
         return "keys only"
     if path is None:

@@ -118,6 +118,9 @@ def adapter_checked(
     """The adapter for ``agent``, refused (UnknownAgent) when nothing could start it:
     a kind with no command and none given, or a built-in agent that is not installed."""
     adapter = adapter_for(agent, state_dir, env)
+    refused = adapter.refuse_command(agent_cmd, env)
+    if refused:
+        raise UnknownAgent(refused)
     if agent_cmd:
         return adapter
     if isinstance(adapter, Generic) and not adapter.command:
