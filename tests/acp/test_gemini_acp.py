@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from app.control import Orchestrator
+from app.selftest.models.script import Reply, Script
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
-from tests.agents.fake_models.script import Reply, Script
 from tests.agents.test_orchestrated_agents import supervise_until
 from tests.plugin.models import ServeModel
 
