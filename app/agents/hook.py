@@ -205,9 +205,13 @@ def settle(registry: Registry, asked: Asked) -> str | None:
 
         job = registry.get(asked.job_id)
         reading = asked.unrecorded
-        decided = policy_decision(
-            registry, adapter, job, asked.event, asked.payload, reading, asked.env
-        )
+        try:
+            decided = policy_decision(
+                registry, adapter, job, asked.event, asked.payload, reading, asked.env
+            )
+        except Exception:  # the policy never costs the agent its question: it asks
+            log_failure(asked.env, asked.kind)
+            decided = None
         if decided is not None:
             return decided
         waiting = ask(

@@ -51,13 +51,8 @@ def policy_decision(
     if not has_policy(state_dir, env):
         return None
     question = hook_question(adapter.kind, reading.observation.tool, payload, state_dir, job)
-    try:
-        verdict = answer_by_policy(registry, state_dir, job.job_id, question, env)
-    except Exception:  # the policy never costs the agent its question: it asks
-        from app.agents.hook import log_failure
-
-        log_failure(env, adapter.kind)
-        return None
+    # may raise: the hook (app/agents/hook.py ``settle``) logs it and asks a person
+    verdict = answer_by_policy(registry, state_dir, job.job_id, question, env)
     if verdict is None or verdict.answer is None:
         return None
     return adapter.decision_output(event, verdict.answer is Answer.YES, said(verdict))
