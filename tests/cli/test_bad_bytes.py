@@ -100,6 +100,7 @@ def test_the_sweep_covers_the_commands_named_in_the_issue() -> None:
         assert named in options, named
 
 
+@pytest.mark.slow  # a process per option of every command: about a minute each
 def test_every_option_value_that_is_not_utf8_is_one_line(state_dir: Path, stored: str) -> None:
     """`--OPTION <byte 0xff>` for every option of every command: exit 2, one line."""
     before = dump(state_dir)
@@ -109,6 +110,7 @@ def test_every_option_value_that_is_not_utf8_is_one_line(state_dir: Path, stored
     assert dump(state_dir) == before
 
 
+@pytest.mark.slow  # a process per option of every command: about a minute each
 def test_every_option_value_that_looks_like_an_option_is_one_line(
     state_dir: Path, stored: str
 ) -> None:
