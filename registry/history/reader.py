@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.schema import (
+    ACTIVITY_MS_COLUMNS,
     AGG_COLUMNS,
     MARKER_COLUMNS,
     PERCENTILE_MEASURES,
@@ -204,6 +205,7 @@ def _read(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
         raise CorruptHistory(f"cannot read {path}: {reason}") from exc
     if not set(LEGACY_NAMES.values()) & set(table.column_names):
         table = table.rename_columns([LEGACY_NAMES.get(n, n) for n in table.column_names])
+    table = _zero_missing_activities(table, columns)
     missing = [name for name in columns if name not in table.column_names]
     if missing:
         raise CorruptHistory(f"{path} lacks column(s) {', '.join(missing)}: run a --full build")
@@ -215,6 +217,16 @@ def _read(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     if hours.null_count:
         raise CorruptHistory(f"{path} has rows without an hour: run a --full build")
     return _rows(table.set_column(0, columns[0], hours))
+
+
+def _zero_missing_activities(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    """``table`` with a 0 column for each activity it lacks: a build made before the
+    activity existed (``unknown_ms`` came later) saw none of it, so 0 is its true time,
+    and a user who upgrades reads the old history instead of an error."""
+    for name in columns:
+        if name in ACTIVITY_MS_COLUMNS and name not in table.column_names:
+            table = table.append_column(name, pa.array([0] * table.num_rows, pa.int64()))
+    return table
 
 
 def _rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:

@@ -112,6 +112,23 @@ def test_show_json_reads_aggregates_written_before_the_queue_wait_rename(
     assert (row["queue_waits"], row["queue_wait_ms_p95"]) == (5, 4_000.0)
 
 
+def test_aggregates_built_before_an_activity_existed_read_it_as_zero(
+    fixed_history: Path,
+) -> None:
+    """A history built before ``unknown`` was an activity (no ``unknown_ms`` column)
+    loads after the upgrade: that build saw none of it, so its time is 0, not an
+    error asking for a --full build."""
+    path = fixed_history / "history" / "agg_hourly.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["unknown_ms"]), path)
+    [row] = load_history(fixed_history).rows
+    assert row.unknown_ms == 0 and row.working_ms == 1_800_000
+    proc = orchestrate(fixed_history, "history", "show", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [shown] = json.loads(proc.stdout)["rows"]
+    assert shown["unknown_ms"] == 0 and shown["events"] == 40
+
+
 def test_show_prints_a_table(fixed_history: Path) -> None:
     """The human view names the agent, the hour, the restart marker and the durations;
     per agent, where the time went and how long it waited for a person (exact p50 and
