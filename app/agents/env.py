@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.settings import HOME_ENV, JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV
+
+if TYPE_CHECKING:
+    import subprocess
 
 SECRET_NAMES = frozenset({JOB_TOKEN_ENV, "MQTT_PASSWORD"})
 """Never inherited by a pane: a job's token is given to its own pane only."""
@@ -63,3 +67,26 @@ def orchestrate_command() -> list[str]:
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
     return [sys.executable, "-m", "app"]
+
+
+def spawn_orchestrate(
+    state_dir: Path, args: Sequence[str], log_path: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start `orchestrate --state-dir DIR ARGS` in a session of its own, detached from
+    this terminal (the background supervisor, a node): it outlives the command that
+    started it, and its output goes to ``log_path``, appended. (subprocess is imported
+    here: this module is on the hook's path, which never spawns.)"""
+    import subprocess
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    argv = [*orchestrate_command(), "--state-dir", str(state_dir), *args]
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+        )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from app.agents.env import orchestrate_command
+from app.agents.env import spawn_orchestrate
 from app.settings import JOB_ENV, JOB_TOKEN_ENV
 
 LOCK_NAME = "node.lock"
@@ -125,20 +125,10 @@ def spawn(state_dir: Path, run_args: Sequence[str]) -> subprocess.Popen[bytes]:
     """Start ``orchestrate node run ARGS`` detached, its output in logs/node.log. The
     broker's password stays in its environment (never on a command line); a job's
     identity and token do not go with it."""
-    log_path = state_dir / "logs" / LOG_NAME
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {key: value for key, value in os.environ.items() if key not in (JOB_ENV, JOB_TOKEN_ENV)}
-    argv = [*orchestrate_command(), "--state-dir", str(state_dir), "node", "run", *run_args]
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
+    return spawn_orchestrate(
+        state_dir, ["node", "run", *run_args], state_dir / "logs" / LOG_NAME, env
+    )
 
 
 def wait_started(

@@ -14,14 +14,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Protocol
 
-from app.agents.env import orchestrate_command
+from app.agents.env import spawn_orchestrate
 from app.hookrx.receiver import serving
 from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
 from app.supervision.log_watch import LogWatch
@@ -96,22 +95,10 @@ def ensure_started(state_dir: Path, tmux_socket: str) -> bool:
         return False
     if running(state_dir):
         return False
-    log_path = state_dir / "logs" / "supervisor.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, TMUX_SOCKET_ENV: tmux_socket}
     for secret in (JOB_TOKEN_ENV, "MQTT_PASSWORD", JOB_ENV):
         env.pop(secret, None)
-    argv = [*orchestrate_command(), "--state-dir", str(state_dir), "supervise"]
-    with log_path.open("a", encoding="utf-8") as log:
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
+    spawn_orchestrate(state_dir, ["supervise"], state_dir / "logs" / "supervisor.log", env)
     return True
 
 
