@@ -317,11 +317,12 @@ def test_codex_on_its_app_server_resumes_its_thread_after_tmux_is_killed(
 
 
 @pytest.mark.slow
-def test_codex_without_its_app_server_is_answered_with_keys(
+def test_codex_without_its_app_server_is_answered_on_its_screen(
     orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
     """The fallback: an app-server that will not start leaves Codex on its own (the pane
-    says why), and `answer` types its keys as without --approvals control-room."""
+    says why), and `answer` answers on its screen as without --approvals control-room:
+    by meaning, the list read and the marker checked on "Yes" before Enter."""
     agent = AGENTS["codex"]
     real = require("codex")
     wrapper = tmp_path / "codex"
@@ -337,7 +338,8 @@ def test_codex_without_its_app_server_is_answered_with_keys(
     supervise_until(orch, job.job_id, lambda j: j.waiting and (j.activity_data or {})
                     .get("command") == COMMAND, "its dialog")  # fmt: skip
     assert "app-server exited with status 3" in orch.pane_log(job.job_id).read_text()
-    assert orch.answer(job.job_id, "yes").how == "keys y"
+    how = orch.answer(job.job_id, "yes").how
+    assert how.startswith("meaning: ") and "(Yes" in how, how
     deadline = time.monotonic() + 30
     while not (workdir / "done.txt").exists():
         assert time.monotonic() < deadline, "the command never ran"

@@ -121,4 +121,4 @@ def test_the_table_says_each_signal_in_a_line(cli) -> None:  # type: ignore[no-u
             if line.count("│") == 4}  # fmt: skip
     assert set(rows) == {str(s) for s in Signal}
     assert "│ ok " in rows["status sequence"] and "blocked" in rows["status sequence"]
-    assert "keys y" in rows["answer yes"]
+    assert "meaning: Enter (Yes" in rows["answer yes"]  # Codex is answered by meaning
