@@ -124,14 +124,20 @@ def installed_version(
     own command when that is the same program (another command is never run to ask:
     it may not know ``--version``, or do something else with it). None when it
     cannot be told. With ``cache``, remembered there (see ``cached_version_line``)."""
+    line = job_version_line(executable, argv, cache)
+    return parse_version(line) if line is not None else None
+
+
+def job_version_line(executable: str, argv: Sequence[str] | None, cache: Path | None) -> str | None:
+    """The ``--version`` line of the program a job runs, when it is the adapter's own
+    ``executable`` (by name) and on PATH; None otherwise."""
     program = argv[0] if argv else executable
     if Path(program).name != executable:
         return None
     path = shutil.which(program)
     if path is None:
         return None
-    line = cached_version_line(path, cache) if cache else version_line(path)
-    return parse_version(line) if line is not None else None
+    return cached_version_line(path, cache) if cache else version_line(path)
 
 
 def launch_warning(
@@ -147,11 +153,4 @@ def launch_warning(
     a version once asked is remembered there (see ``cached_version_line``)."""
     if tested is None:
         return None
-    program = argv[0] if argv else executable
-    if Path(program).name != executable:
-        return None
-    path = shutil.which(program)
-    if path is None:
-        return None
-    line = cached_version_line(path, cache) if cache else version_line(path)
-    return untested_warning(kind, tested, line)
+    return untested_warning(kind, tested, job_version_line(executable, argv, cache))
