@@ -23,14 +23,18 @@ from typing import Any, Final
 from bus.text import replace_hidden
 from registry.errors import InvalidJobInput
 from registry.states import after_block
-from registry.vocabulary import Activity
+from registry.vocabulary import Activity, PauseReason
 
 ACTIVITIES: Final = tuple(Activity)
 """Every activity a running job can have (SPEC §3)."""
 
-NEEDS_PERSON: Final = frozenset({Activity.WAITING, Activity.BLOCKED})
-"""Activities a person must act on: a dialog to answer, or a refusal the agent stopped at.
-Only ``waiting`` takes an answer (``Job.waiting``)."""
+NEEDS_PERSON: Final = frozenset({Activity.WAITING, Activity.BLOCKED, Activity.PAUSED})
+"""Activities a person must act on: a dialog to answer, a refusal the agent stopped at,
+or a turn orchestrate paused (its budget). Only ``waiting`` takes an answer
+(``Job.waiting``)."""
+PAUSE_ENDS: Final = frozenset({Activity.EXITED, Activity.INTERRUPTED})
+"""What still counts while a job is paused: its agent gone. Every other sighting (the
+idle prompt after the interrupt, a hook) leaves the pause until a person resumes it."""
 APP_SERVER: Final = "appserver:"
 ACP: Final = "acp:"
 STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER, ACP)
@@ -52,6 +56,7 @@ _SOURCE_WORDS: Final = {
     "control-room": "control room",
     "appserver": "app-server",
     "acp": "ACP",
+    PauseReason.BUDGET: "budget watch",
 }
 AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read from here
     "claude": "Claude Code",
@@ -180,6 +185,10 @@ class Observation:
 
         Checked where the change is written, so a supervision pass that read the job
         before the structured source spoke cannot undo what it said."""
+        if current is not None and current.activity == Activity.PAUSED:
+            # held until `job resume`, whose own sighting comes from the pause's source
+            ours = self.source.partition(":")[0] == current.source.partition(":")[0]
+            return not ours and self.activity not in PAUSE_ENDS
         if current is None or self.source.startswith(STRUCTURED_SOURCES):
             return False
         if self.source.startswith("osc:") and current.activity == self.activity:

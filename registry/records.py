@@ -162,10 +162,11 @@ class Job:
 
     @property
     def needs_person(self) -> bool:
-        """True while a person must act: it waits (`waiting`), or its agent stopped at
-        a block (auto mode refused a command: nothing to answer, but it is stuck)."""
-        blocked = self.status == JobStatus.RUNNING and self.activity == Activity.BLOCKED
-        return self.waiting or blocked
+        """True while a person must act: it waits (`waiting`), its agent stopped at a
+        block (auto mode refused a command: nothing to answer, but it is stuck), or
+        orchestrate paused it (its budget: `job resume` goes on)."""
+        stopped = self.activity in (Activity.BLOCKED, Activity.PAUSED)
+        return self.waiting or (self.status == JobStatus.RUNNING and stopped)
 
 
 def job_from_row(row: sqlite3.Row) -> Job:

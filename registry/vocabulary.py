@@ -72,6 +72,16 @@ class Activity(StrEnum):
     """The agent stopped after it was refused something it wanted to do (Claude Code's
     auto mode blocked a command): no dialog to answer, but it needs a person
     (``registry/states.py`` ``after_block``)."""
+    PAUSED = "paused"
+    """orchestrate stopped its turn and holds it until a person says go on (``job
+    resume``): the job crossed its budget (:class:`PauseReason`)."""
+
+
+class PauseReason(StrEnum):
+    """Why orchestrate paused a job (activity ``paused``): the source kind of the
+    pause's observation (``budget:claude``), so `job why` and the rows can say it."""
+
+    BUDGET = "budget"
 
 
 class Answer(StrEnum):

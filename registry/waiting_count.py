@@ -19,7 +19,8 @@ WAITING_WHERE: Final = (
 its last published event asked for permission. tests/registry/test_needs_you.py
 holds the two to the same answer."""
 NEEDS_YOU_WHERE: Final = (
-    f"({WAITING_WHERE}) OR (status = '{JobStatus.RUNNING}' AND activity = '{Activity.BLOCKED}')"
+    f"({WAITING_WHERE}) OR (status = '{JobStatus.RUNNING}' AND "
+    f"activity IN ('{Activity.BLOCKED}', '{Activity.PAUSED}'))"
 )
 """SQL for `Job.needs_person`: waiting, or its agent stopped at a block (nothing to answer,
 but a person must look): what the needs-you count counts."""

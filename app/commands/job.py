@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from app.commands.budget_option import BUDGET_USD
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.json_option import ALWAYS_JSON_OPTION
 from app.fleet.placing import NODE_OPTION, placement_line, placement_why, register_placed
@@ -256,16 +257,38 @@ def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
     help="Every job whose agent was lost with its pane (tmux killed, a reboot).",
 )
 @click.option("--reason", default="resumed by user")
+@click.option(
+    "--budget-usd",
+    "budget_usd",
+    type=BUDGET_USD,
+    metavar="USD",
+    help="Raise the job's budget to this (more than it spent) and let a job paused by "
+    "its budget go on.",
+)
 @click.pass_obj
-def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason: str) -> None:
+def resume(
+    settings: Settings,
+    job_id: str | None,
+    all_interrupted: bool,
+    reason: str,
+    budget_usd: int | None,
+) -> None:
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
-    queued again for a worker to pick."""
+    queued again for a worker to pick. With --budget-usd, a running job paused by its
+    budget goes on in its pane."""
     from app.control import OrchestrationError, Orchestrator
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")
+    if budget_usd is not None and job_id is None:
+        raise click.UsageError("--budget-usd is for one job: give --job ID")
     orchestrator = Orchestrator(settings)
+    if job_id is not None and budget_usd is not None:
+        from app.usage.budget_resume import resume_with_budget
+
+        click.echo(shown(resume_with_budget(orchestrator, job_id, budget_usd, reason)))
+        return
     if job_id is not None:
         done = orchestrator.resume_job(job_id, reason=reason)
         click.echo(f"{job_id}: {done.status}")
@@ -302,6 +325,11 @@ def why(settings: Settings, job_id: str) -> None:
     reviewed = review_why(settings, registry, job_id)
     if reviewed is not None:
         click.echo(shown(f"{job_id} review: {reviewed}"))
+    from app.usage.budget_resume import budget_why
+
+    spent = budget_why(registry, job_id)
+    if spent is not None:
+        click.echo(shown(f"{job_id} {spent}"))
 
 
 @job.command()

@@ -14,6 +14,7 @@ import click
 
 from app.agents import adapter_for
 from app.agents.versions import VERSION_CACHE, launch_warning
+from app.commands.budget_option import BUDGET_HELP, BUDGET_USD
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.policy import warn_if_broken
 from app.commands.workdir import WORKDIR
@@ -22,6 +23,7 @@ from app.control.launch import split_command
 from app.fleet.placing import NODE_OPTION, placement_line, register_placed
 from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
+from registry.budget import BudgetStore
 from registry.events import Event
 from registry.job_outcome import Verdict
 
@@ -73,6 +75,7 @@ from registry.job_outcome import Verdict
 )
 @click.option("--base", metavar="BRANCH", help="The branch to start from (default: the current).")
 @click.option("--no-wait", is_flag=True, help="Print the job id and return at once.")
+@click.option("--budget-usd", "budget_usd", type=BUDGET_USD, metavar="USD", help=BUDGET_HELP)
 @NODE_OPTION
 @click.pass_obj
 def submit(
@@ -94,10 +97,13 @@ def submit(
     approvals: str,
     approval_wait: float,
     node: str | None,
+    budget_usd: int | None,
 ) -> None:
     """Register a job, start its agent in a tmux pane, and wait for its end."""
     prompt = read_prompt(prompt, prompt_file)
     if node is not None:
+        if budget_usd is not None:
+            raise click.UsageError("--budget-usd is for jobs run here, not with --node (yet)")
         if agent_cmd is not None or workdir is not None or worktree or base is not None:
             raise click.UsageError(
                 "--node runs the agent on the node's host: not with --agent-cmd, --workdir, "
@@ -133,6 +139,8 @@ def submit(
         broker=broker_block(None, None),
         worktree=plan,
     )
+    if budget_usd is not None:
+        BudgetStore(orchestrator.registry.bus).set_budget(job.job_id, budget_usd)
     click.echo(job.job_id)
     if no_wait:
         return

@@ -26,6 +26,7 @@ from app.supervision import supervisor
 from app.supervision.reconcile import ReconcileReport
 from app.tmux.errors import PaneNotFound, TmuxError
 from app.tmux.names import session_name_for
+from app.usage.locate import save_transcript_env
 from registry.errors import RegistryError
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job, check_label
 from registry.vocabulary import Activity, JobStatus
@@ -130,6 +131,7 @@ class JobControl:
         driver = context.driver
         label = job.agent_session
         job_dir = context.job_dir(job.job_id)
+        save_transcript_env(job_dir, submitter)  # where its spend is read (budgets)
         adapter = adapter_for(job.agent, context.settings.state_dir, submitter)
         plan = launch.plan_for(
             adapter, launch.context_for(job, job_dir, record, submitter), record, resume=resume

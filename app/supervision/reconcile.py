@@ -11,6 +11,7 @@ reconcile` judges as well as the TUI's long-lived watcher.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from app.review.finished import tree_holds_work, under_review, work_finished
 from app.settings import Settings
 from app.supervision.observer import AgentObserver, Verdict
 from app.tmux.driver import TmuxDriver
-from app.tmux.errors import PaneNotFound
+from app.tmux.errors import PaneNotFound, TmuxError
+from app.usage.budget import BudgetWatch, pause
 from bus import heartbeats
 from bus.messages import Outgoing
 from registry.errors import IllegalTransition, RegistryError
@@ -113,6 +115,7 @@ class Reconciler:
         )
         self._lock = threading.Lock()
         self._output_lock = threading.Lock()
+        self._budgets: BudgetWatch | None = None
 
     def run(self, only: str | None = None) -> ReconcileReport:
         """Expire leases, judge every running job's agent (or just ``only``), reconcile
@@ -131,6 +134,7 @@ class Reconciler:
             server_gone = bool(ours) and not panes and not self.driver.server_running()
             # this attempt's start, to the millisecond (claimed_at has whole seconds)
             running_since = orch.registry.running_since_ms(job.job_id for job in ours)
+            ours = self._stop_spenders(ours, panes)
             now = self.clock()
             for job in ours:
                 pane_id = panes.get(job.job_id)
@@ -149,6 +153,41 @@ class Reconciler:
                 self.observer.forget_all_but({job.job_id for job in ours})
                 report.terminated_sessions = orch.reconcile_sessions()
             return report
+
+    def _stop_spenders(self, jobs: list[Job], panes: dict[str, str]) -> list[Job]:
+        """Pause the jobs past a budget (app/usage/budget.py), their turn interrupted;
+        the jobs as they now are. A failure is logged, never the end of the pass."""
+        orch = self.orchestrator
+        if self._budgets is None:
+            self._budgets = BudgetWatch(orch.registry, orch.settings.state_dir, os.environ)
+        try:
+            crossed = self._budgets.check(jobs)
+        except Exception as exc:  # a locked database, a bad price table: the next pass
+            log.warning("budgets not checked: %s", exc)
+            return jobs
+        paused = set()
+        for over in crossed:
+            pane_id = panes.get(over.job.job_id)
+
+            def screen(pane_id: str | None = pane_id) -> list[str]:
+                return self._screen(pane_id) if pane_id else []
+
+            def keys(names: tuple[str, ...], pane_id: str | None = pane_id) -> None:
+                if pane_id:
+                    self.driver.send_key_names(pane_id, names)
+
+            try:
+                said = pause(
+                    orch.registry, orch.settings.state_dir, over.job, over.why, screen, keys
+                )
+            except (RegistryError, TmuxError) as exc:
+                log.warning("job %s: not paused: %s", over.job.job_id, exc)
+                continue
+            log.info("job %s: %s", over.job.job_id, said)
+            paused.add(over.job.job_id)
+        if not paused:
+            return jobs
+        return [orch.registry.get(job.job_id) if job.job_id in paused else job for job in jobs]
 
     def run_output(self) -> int:
         """A quick pass between full ones: new status sequences in running jobs' output
@@ -179,6 +218,8 @@ class Reconciler:
                 log.info("job %s: activity not recorded: %s", job.job_id, exc)
         report.sampled[job.job_id] = activity
         self._beat(job, verdict.heartbeat)
+        if verdict.idle_done and job.activity == Activity.PAUSED:
+            return  # its turn was stopped on purpose: the idle prompt is not its end
         if verdict.idle_done and not self._still_as_seen(job):
             return  # it moved on while this pass looked: the next pass judges it afresh
         if verdict.idle_done and verdict.finish is not None and self._round_done(job, verdict):

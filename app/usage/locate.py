@@ -118,3 +118,34 @@ def find_transcript(
             newest = max(found, key=lambda p: p.stat().st_mtime_ns)
             return Transcript(kind, newest)
     return None
+
+
+TRANSCRIPT_ENV_KEYS = ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME")
+"""The variables that say where a CLI writes its transcript (directories only, no secret)."""
+TRANSCRIPT_ENV_FILE = "transcript-env.json"
+
+
+def save_transcript_env(job_dir: Path, env: Mapping[str, str]) -> None:
+    """Keep where the job's agent writes its transcript, from the environment it was
+    started with: the supervisor reading its spend runs with another environment."""
+    import json
+
+    from app.agents.settings_files import write_private
+
+    kept = {key: env[key] for key in TRANSCRIPT_ENV_KEYS if env.get(key)}
+    job_dir.mkdir(parents=True, exist_ok=True)
+    write_private(job_dir / TRANSCRIPT_ENV_FILE, json.dumps(kept, sort_keys=True) + "\n")
+
+
+def transcript_env(job_dir: Path, fallback: Mapping[str, str]) -> Mapping[str, str]:
+    """The environment the job's agent was started with, as far as its transcript's
+    place goes (``fallback`` for a job started before this was kept)."""
+    import json
+
+    try:
+        data = json.loads((job_dir / TRANSCRIPT_ENV_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return fallback
+    if not isinstance(data, dict):
+        return fallback
+    return {k: v for k, v in data.items() if k in TRANSCRIPT_ENV_KEYS and isinstance(v, str)}

@@ -3,7 +3,8 @@
 
 * Claude Code: assistant lines carry ``message.usage``; one API message with text
   and a tool call is written as several lines with the same ``message.id`` and the
-  same usage: counted once per id (its last line).
+  same usage: counted once per id (its last line). Releases that wrote a
+  ``costUSD`` beside it give the message's measured cost, which beats tokens x prices.
 * Codex: ``token_usage_record`` lines give each response's usage by
   ``response_id``; older rollouts only have ``event_msg``/``token_count`` lines with
   the thread's running total: each rise of the total is a message. Codex's
@@ -81,8 +82,19 @@ def claude_usage(lines: Iterable[str]) -> list[ModelUsage]:
             output_tokens=_count(usage.get("output_tokens")),
             cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
             cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
+            cost_micro_usd=_cost(line.get("costUSD")),
         )
     return list(found.values())
+
+
+def _cost(value: Any) -> int | None:
+    """A transcript's own cost figure in dollars (Claude Code wrote ``costUSD`` on each
+    assistant line), as micro-dollars; None when there is none or it is not a sane one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not 0 <= value <= 1_000_000:  # NaN fails both
+        return None
+    return round(value * 1_000_000)
 
 
 def _codex_usage(usage: Mapping[str, Any]) -> tuple[int, int, int]:

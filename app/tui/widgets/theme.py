@@ -50,6 +50,7 @@ LOOKS: dict[str, Look] = {
     "running": Look("●", "primary-lighten-2"),  # a running job whose activity is unknown
     "waiting": Look("⚠", "warning", bold=True),
     "blocked": Look("⊗", "warning", bold=True),  # stopped after auto mode refused it
+    "paused": Look("⏸", "warning", bold=True),  # orchestrate stopped its turn (budget)
     "idle": Look("◇", "secondary-lighten-2"),
     "stalled": Look("◐", "error-lighten-2", bold=True),
     "exited": Look("■", "foreground-darken-2"),
@@ -64,6 +65,7 @@ UNKNOWN_LOOK = Look("?", "foreground")
 ACTIVITY_ORDER = (
     "waiting",
     "blocked",
+    "paused",
     "stalled",
     "interrupted",
     "unknown",
