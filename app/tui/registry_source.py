@@ -45,9 +45,11 @@ from app.tui.source import (
     StopMode,
     row_order,
 )
+from app.usage.budget_resume import budget_why
 from bus import heartbeats
 from bus.db import now_ms
 from bus.messages import Outgoing
+from registry.budget import BudgetStore
 from registry.control_room import ControlRoomReads
 from registry.jobs import Registry
 from registry.needs_you import Signal, claim
@@ -104,6 +106,7 @@ class RegistrySource:
         self._registry: Registry | None = None
         self._sessions: SessionStore | None = None
         self._reads: ControlRoomReads | None = None
+        self._budgets: BudgetStore | None = None
         self._lock = threading.Lock()
         self._event_times: deque[int] = deque(maxlen=20_000)
         self._counts: dict[str, int] = {}
@@ -155,6 +158,13 @@ class RegistrySource:
             self._reads = ControlRoomReads(self.registry.db)
         return self._reads
 
+    @property
+    def budgets(self) -> BudgetStore:
+        """Jobs' budgets and spend (registry/budget.py), for their rows and pages."""
+        if self._budgets is None:
+            self._budgets = BudgetStore(self.registry.bus)
+        return self._budgets
+
     # -- polling --------------------------------------------------------------
     def poll(self, after_seq: int) -> Delta:
         notices: list[str] = []
@@ -192,12 +202,14 @@ class RegistrySource:
             job.job_id for job in jobs if job.status in FINAL_JOB_STATUSES
         )
         reviewing = self.review_service.states([job.job_id for job in jobs])
+        budgets = self.budgets.of_jobs(job.job_id for job in jobs)
         rows = [
             job_row(
                 job,
                 reasons.get(job.job_id),
                 self._agent_answers.of(job.agent) if job.waiting else ANSWERS,
                 reviewing.get(job.job_id),
+                budgets[job.job_id].line() if job.job_id in budgets else None,
             )
             for job in jobs
         ]
@@ -344,6 +356,9 @@ class RegistrySource:
         review = reviews.find(job_id)
         if review is not None:
             why += f"\nreview: {reviews.why(job_id)}"
+        spent = budget_why(registry, job_id)
+        if spent is not None:
+            why += f"\n{spent}"
         timeline = [
             timeline_row(job_id, entry) for entry in self.reads.job_timeline(job_id, TIMELINE_LIMIT)
         ]

@@ -54,12 +54,14 @@ def job_row(
     status_reason: str | None = None,
     answers: tuple[Answer, ...] = (Answer.YES, Answer.NO),
     review: str | None = None,
+    budget: str | None = None,
 ) -> JobRow:
     """The jobs-table line for one registry record. `status_reason`: why a final
     job got its status when no event of its agent says so (a cancel, the control
     room failing a job whose pane exited); the row then shows that instead of an
     event from before (a cancelled job still read "permission_required").
-    `review`: a work-tree job's review state; one waiting for a person says so."""
+    `review`: a work-tree job's review state; one waiting for a person says so.
+    `budget`: its spend against its budget ("$0.12 spent of $0.50"), shown first."""
     last_event, detail = job.last_event, job.last_detail or ""
     if status_reason is not None and job.status in FINAL_JOB_STATUSES:
         last_event, detail = job.status, status_reason
@@ -71,6 +73,11 @@ def job_row(
     if running and job.activity == Activity.BLOCKED:  # what was refused ("auto mode blocked …")
         block = observation_of(job.activity, job.activity_source, job.activity_data)
         detail = block.summary() if block is not None else detail
+    if running and job.activity == Activity.PAUSED:  # why ("budget $0.50 reached …")
+        held = observation_of(job.activity, job.activity_source, job.activity_data)
+        detail = held.question if held is not None and held.question else detail
+    if budget:
+        detail = f"{budget} · {detail}" if detail else budget
     return JobRow(
         job_id=job.job_id,
         status=JobStatus(job.status),
