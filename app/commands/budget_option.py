@@ -4,10 +4,13 @@ nothing is stored."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import click
 
+from app.terminal.output import shown
 from registry.budget import MAX_BUDGET_USD, check_budget_usd
 from registry.errors import InvalidJobInput
 
@@ -32,3 +35,14 @@ BUDGET_HELP = (
     f"transcript while it runs; at most {MAX_BUDGET_USD:,.0f}). It is paused until "
     "`orchestrate job resume --job ID --budget-usd MORE`."
 )
+
+
+def warn_if_day_budgets_broken(state_dir: Path) -> None:
+    """One line on stderr when the policy file's [budget] table cannot be used: the
+    person who wrote a day budget must not believe it stops anything."""
+    from app.usage.budget import BudgetFileError, load_day_budgets
+
+    try:
+        load_day_budgets(state_dir, os.environ)
+    except BudgetFileError as error:
+        click.echo(shown(f"orchestrate: day budgets not applied: {error}"), err=True)

@@ -14,7 +14,7 @@ import click
 
 from app.agents import adapter_for
 from app.agents.versions import VERSION_CACHE, launch_warning
-from app.commands.budget_option import BUDGET_HELP, BUDGET_USD
+from app.commands.budget_option import BUDGET_HELP, BUDGET_USD, warn_if_day_budgets_broken
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.policy import warn_if_broken
 from app.commands.workdir import WORKDIR
@@ -121,6 +121,7 @@ def submit(
     plan = worktree_request(settings, worktree, base, workdir)
     warn_untested(settings, agent, argv)
     warn_if_broken(settings.state_dir)
+    warn_if_day_budgets_broken(settings.state_dir)
     orchestrator = Orchestrator(settings)
     after_seq = orchestrator.registry.bus.latest_seq()
     job = orchestrator.submit(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import shutil
 import sqlite3
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from registry.budget import (
 from registry.errors import InvalidJobInput
 from registry.history.prices import PriceTable, parse_prices
 from registry.jobs import Registry
+from registry.needs_you import Signal, watched
 from registry.records import Job
 from registry.usage import ModelUsage
 from registry.waiting_count import read_waiting_count
@@ -284,7 +286,8 @@ def test_resume_lifts_the_pause_at_the_prompt(state_dir: Path) -> None:
 
 @pytest.mark.parametrize("bad", ["-1", "0", "nan", "1e9", "abc"])
 def test_the_cli_refuses_a_bad_budget_in_one_line(state_dir: Path, bad: str) -> None:
-    for args in (["submit", "--no-wait", "--budget-usd", bad, "hi"],
+    for args in (["submit", "--no-wait", "--agent", "demo", "--agent-session", "s",
+                  "--prompt", "hi", "--budget-usd", bad],
                  ["job", "resume", "--job", "x", "--budget-usd", bad]):  # fmt: skip
         result = run_cli(*args, state_dir=state_dir)
         assert result.returncode != 0
@@ -296,3 +299,28 @@ def test_the_cli_refuses_a_bad_budget_in_one_line(state_dir: Path, bad: str) -> 
 def test_resume_with_a_budget_needs_one_job(state_dir: Path) -> None:
     result = run_cli("job", "resume", "--all-interrupted", "--budget-usd", "2", state_dir=state_dir)
     assert result.returncode != 0 and "--job ID" in result.stderr
+
+
+def test_a_paused_job_signals_that_it_needs_you(state_dir: Path) -> None:
+    _registry, job, _sent = paused_job(state_dir, WORKING)
+    signal = Signal("needs_you", watched(job))
+    assert signal.text.endswith("needs you: budget $0.50 reached ($0.53 spent)"), signal.text
+
+
+def test_the_readmes_budget_table_is_what_it_says() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Budgets", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    assert parse_day_budgets(tomllib.loads(block)) == {"claude": 5_000_000, "codex": 2_500_000}
+    assert '"paused: budget $0.50 reached ($0.53 spent)"' in section
+    assert reached_line(500_000, 530_000) in section
+
+
+def test_submit_says_when_the_day_budgets_are_not_applied(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "policy.toml").write_text('[budget]\nclaude = "lots"\n')
+    # an agent with no command: refused after the warnings, before any tmux
+    result = run_cli("submit", "--no-wait", "--agent", "nope", "--agent-session", "s",
+                     "--prompt", "hi", state_dir=state_dir)  # fmt: skip
+    assert result.returncode != 0
+    assert "day budgets not applied: [budget]: claude must be a number" in result.stderr
