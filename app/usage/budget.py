@@ -26,7 +26,7 @@ from typing import Final
 from app.agents import adapter_for, built_in_kind
 from app.agents.screen import match_screen
 from app.policy.rules import policy_path
-from app.usage.locate import find_transcript, transcript_env
+from app.usage.locate import Transcript, find_transcript, transcript_env
 from app.usage.sync import SOURCES, read_transcript
 from registry.activity import Observation
 from registry.budget import (
@@ -41,7 +41,7 @@ from registry.budget import (
 )
 from registry.errors import InvalidJobInput, RegistryError
 from registry.history.errors import HistoryError
-from registry.history.prices import PriceTable, load_prices, price_usage
+from registry.history.prices import PriceTable, load_prices, price_usage, prices_path
 from registry.jobs import Registry
 from registry.records import Job
 from registry.usage import ModelUsage, record_usage
@@ -155,6 +155,9 @@ class BudgetWatch:
         self.env = env
         self.store = BudgetStore(registry.bus)
         self._marks: dict[str, tuple[str, int, int]] = {}
+        self._found: dict[str, Transcript] = {}  # a glob per job once, then a stat a pass
+        self._recorded: dict[str, set[ModelUsage]] = {}  # given to the history already
+        self._table: tuple[tuple[int, int], PriceTable] | None = None
         self.problem: str | None = None
         """Why the day budgets are not applied (the policy file's [budget] is broken)."""
 
@@ -176,43 +179,68 @@ class BudgetWatch:
         table = self._prices()
         if table is None:
             return []
+        if any([self._read(job, table) for job in watched]):  # each read: no short cut
+            own = self.store.of_jobs(job.job_id for job in watched)
         crossed = []
         for job in watched:
-            self._read(job, table)
-            budget = self.store.get(job.job_id)
-            why = self._over(job, budget, day, table)
+            why = self._over(job, own.get(job.job_id), day, table)
             if why is not None:
                 crossed.append(Crossed(job, why))
         return crossed
 
     def _prices(self) -> PriceTable | None:
+        """The price table, read again only when prices.toml changed."""
         try:
-            return load_prices(self.state_dir)
+            stat = prices_path(self.state_dir).stat()
+            mark = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            mark = (-1, -1)  # not written yet: load_prices writes the default
+        if self._table is not None and self._table[0] == mark:
+            return self._table[1]
+        try:
+            table = load_prices(self.state_dir)
+            self._table = (mark, table)
+            return table
         except HistoryError as error:
             log.warning("budgets not checked: %s", error)
             self.problem = str(error)
             return None
 
-    def _read(self, job: Job, table: PriceTable) -> None:
-        """Record the job's spend if its transcript changed since it was last read."""
+    def _transcript(self, job: Job) -> Transcript | None:
+        """Where the job's transcript is: looked for once, again only once it is gone."""
+        known = self._found.get(job.job_id)
+        if known is not None and known.path.is_file():
+            return known
         job_dir = self.state_dir / "logs" / job.job_id
         env = transcript_env(job_dir, self.env)
-        transcript = find_transcript(job.agent, job.agent_session_id, job_dir, env)
+        found = find_transcript(job.agent, job.agent_session_id, job_dir, env)
+        if found is not None:
+            self._found[job.job_id] = found
+        return found
+
+    def _read(self, job: Job, table: PriceTable) -> bool:
+        """Record the job's spend if its transcript changed since it was last read;
+        whether it did."""
+        transcript = self._transcript(job)
         if transcript is None:
-            return
+            return False
         try:
             stat = transcript.path.stat()
             mark = (str(transcript.path), stat.st_size, stat.st_mtime_ns)
             if self._marks.get(job.job_id) == mark:
-                return
+                return False
             usages = read_transcript(transcript)
             spend = spend_of(transcript.kind, usages, table)
             self.store.record_spend(job.job_id, spend)
-            record_usage(self.registry, job.job_id, usages, SOURCES[transcript.kind])
+            done = self._recorded.setdefault(job.job_id, set())
+            new = [usage for usage in usages if usage not in done]  # a message's usage grows
+            record_usage(self.registry, job.job_id, new, SOURCES[transcript.kind])
+            done.update(new)
         except (OSError, RegistryError) as error:
             log.info("job %s: spend not read: %s", job.job_id, error)
-            return
+            return False
         self._marks[job.job_id] = mark
+        return True
 
     def _over(
         self, job: Job, budget: JobBudget | None, day: Mapping[str, int], table: PriceTable

@@ -324,3 +324,21 @@ def test_submit_says_when_the_day_budgets_are_not_applied(state_dir: Path) -> No
                      "--prompt", "hi", state_dir=state_dir)  # fmt: skip
     assert result.returncode != 0
     assert "day budgets not applied: [budget]: claude must be a number" in result.stderr
+
+
+def test_one_pass_reads_every_job_under_a_budget(state_dir: Path, tmp_path: Path) -> None:
+    opus_prices(state_dir)
+    registry = Registry.open(state_dir)
+    config = tmp_path / "claude"
+    first = running_claude(registry, config)
+    second = registry.register("p", "claude", "s2")
+    other_session = "60108bfd-7946-40a9-a478-290301a8eb9d"
+    registry.set_agent_session_id(second.job_id, other_session)
+    registry.set_status(second.job_id, "running", "test")
+    shutil.copy(CACHED, config / "projects" / "-work" / f"{other_session}.jsonl")
+    store = BudgetStore(registry.bus)
+    for job in (first, second):
+        store.set_budget(job.job_id, 100_000)
+    watch = BudgetWatch(registry, state_dir, {"CLAUDE_CONFIG_DIR": str(config)})
+    crossed = watch.check([first, registry.get(second.job_id)])
+    assert sorted(c.job.job_id for c in crossed) == sorted([first.job_id, second.job_id])
