@@ -186,8 +186,12 @@ class Observation:
         Checked where the change is written, so a supervision pass that read the job
         before the structured source spoke cannot undo what it said."""
         if current is not None and current.activity == Activity.PAUSED:
-            # held until `job resume`, whose own sighting comes from the pause's source
+            # held until `job resume`, whose own sighting comes from the pause's source;
+            # a second pause (another process's pass, a later spend) is no news: the
+            # one that was recorded is the one that sends the interrupt
             ours = self.source.partition(":")[0] == current.source.partition(":")[0]
+            if self.activity == Activity.PAUSED:
+                return True
             return not ours and self.activity not in PAUSE_ENDS
         if current is None or self.source.startswith(STRUCTURED_SOURCES):
             return False

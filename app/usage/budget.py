@@ -289,8 +289,12 @@ def pause(
     interrupt leaves is not taken for the end of its task), then stop its turn with
     its adapter's interrupt, but only if its screen, read now, shows it working: the
     interrupt key is Escape for Claude Code and Codex, which on a dialog means "no"
-    and twice on an idle prompt opens another menu. Says what was done."""
-    registry.observe(job.job_id, Observation(Activity.PAUSED, budget_source(job), question=why))
+    and twice on an idle prompt opens another menu. Only the process whose pause was
+    recorded sends it (two passes, a supervisor's and a control room's, may both find
+    the job past its budget). Says what was done."""
+    held = Observation(Activity.PAUSED, budget_source(job), question=why)
+    if registry.observe(job.job_id, held) is None:
+        return f"not paused again ({why}): it is paused already, or no longer runs"
     adapter = adapter_for(job.agent, state_dir)
     seen = match_screen(adapter.kind, adapter.screen_rules, screen())
     if seen is None or seen.activity != Activity.WORKING or not adapter.keys.interrupt:

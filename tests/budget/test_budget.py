@@ -342,3 +342,15 @@ def test_one_pass_reads_every_job_under_a_budget(state_dir: Path, tmp_path: Path
     watch = BudgetWatch(registry, state_dir, {"CLAUDE_CONFIG_DIR": str(config)})
     crossed = watch.check([first, registry.get(second.job_id)])
     assert sorted(c.job.job_id for c in crossed) == sorted([first.job_id, second.job_id])
+
+
+def test_a_second_pass_that_finds_it_past_its_budget_sends_no_second_key(
+    state_dir: Path,
+) -> None:
+    registry, job, sent = paused_job(state_dir, WORKING)
+    again: list[tuple[str, ...]] = []
+    said = pause(registry, state_dir, job, "budget $0.50 reached ($0.61 spent)",
+                 lambda: WORKING, again.append)  # fmt: skip
+    assert again == [] and said.startswith("not paused again")  # Escape twice opens a menu
+    assert sent == [("Escape",)]
+    assert (registry.get(job.job_id).activity_data or {})["question"].endswith("($0.53 spent)")
