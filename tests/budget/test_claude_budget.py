@@ -20,6 +20,7 @@ from app.control import Orchestrator
 from app.selftest.models.script import Reply, RunShell, Script, Usage
 from app.usage.locate import find_transcript
 from app.usage.sync import read_transcript
+from registry.activity import Observation
 from registry.budget import BudgetStore, check_budget_usd
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require
@@ -84,15 +85,21 @@ def test_a_budget_crossed_mid_turn_stops_the_next_tool_call(
     assert data["question"].startswith("budget $0.50 reached ($"), data
     assert paused.needs_person
 
-    # the interrupted turn comes back to the prompt, and never runs the second call
-    # even once the model would answer it; the idle prompt leaves the job paused
-    def at_prompt(_job: object) -> bool:
+    # the interrupted turn comes back to the prompt (2.1.332 first offers to make auto
+    # mode the default, its own dialog after an Escape in manual mode), and never runs
+    # the second call even once the model would answer it; the job stays paused
+    after: list[Observation] = []
+
+    def stopped(_job: object) -> bool:
         pane = orch.pane_for_job(job.job_id)
         lines = orch.driver.capture(pane, 40) if pane else []
         seen = match_screen("claude", adapter_for("claude").screen_rules, lines)
-        return seen is not None and seen.activity == "idle"
+        after[:] = [seen] if seen is not None else []
+        return seen is not None and (
+            seen.activity == "idle" or seen.source == "screen:claude.auto_mode_offer"
+        )
 
-    supervise_until(orch, job.job_id, at_prompt, "the interrupted agent's idle prompt")
+    supervise_until(orch, job.job_id, stopped, "the interrupted agent's prompt")
     think.set()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not (workdir / "second.txt").exists():
@@ -112,10 +119,17 @@ def test_a_budget_crossed_mid_turn_stops_the_next_tool_call(
     assert low.returncode != 0 and "does not exceed" in low.stderr, low
     assert len(low.stderr.strip().splitlines()) == 1
 
-    # a budget above the spend: the pause is lifted and the agent told to go on
+    # a budget above the spend: the pause is lifted; at its prompt the agent is told to
+    # go on, and a dialog on screen is left for the person (Enter would answer it)
     more = run_cli("job", "resume", "--job", job.job_id, "--budget-usd", "100",
                    state_dir=state_dir)  # fmt: skip
-    assert more.returncode == 0 and "told to go on" in more.stdout, more
+    assert more.returncode == 0, more
+    if after[0].activity == "waiting":
+        assert "asks a question: answer it" in more.stdout, more
+        assert orch.registry.get(job.job_id).activity == "waiting"
+        orch.cancel(job.job_id, grace_sec=2)
+        return
+    assert "told to go on" in more.stdout, more
     supervise_until(orch, job.job_id, lambda j: (workdir / "second.txt").exists(),
                     "the resumed agent to run its next call", 30)  # fmt: skip
     assert orch.registry.get(job.job_id).activity != "paused"
