@@ -97,18 +97,22 @@ def load_policy(path: Path, *, named: bool = False) -> Loaded:
     except OSError as error:
         return Loaded(path, None, f"{path} cannot be read ({error.strerror or error})")
     try:
-        if len(raw) > MAX_POLICY_BYTES:
-            raise PolicyError(f"it is over {MAX_POLICY_BYTES} bytes")
-        try:
-            text = raw.decode("utf-8")
-            data = tomllib.loads(text)
-        except UnicodeDecodeError:
-            raise PolicyError("it is not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as error:
-            raise PolicyError(f"it is not TOML: {error}") from None
-        return Loaded(path, parse_policy(data))
+        return Loaded(path, policy_of(raw))
     except PolicyError as error:
         return Loaded(path, None, f"{path}: {error}")
+
+
+def policy_of(raw: bytes) -> Policy:
+    """The policy a file's bytes hold; PolicyError (one line) for the first thing wrong."""
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(f"it is over {MAX_POLICY_BYTES} bytes")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PolicyError("it is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PolicyError(f"it is not TOML: {error}") from None
+    return parse_policy(data)
 
 
 def parse_policy(data: Mapping[str, Any]) -> Policy:
