@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from app.agents import built_in_kind
 from app.approvals.errors import NotWaitingForPermission, UnrecognisedDialog
 from app.policy.hook import has_policy, job_workdir
-from app.policy.rules import SHELL_TOOLS, load_policy, policy_path
+from app.policy.rules import SHELL_TOOLS, TRUST, load_policy, policy_path
+from app.policy.trust import is_trust_question, trust_verdict
 from app.tmux.errors import AnswerNotReceived
 from registry.decisions import post_decision
 from registry.errors import RegistryError
@@ -82,16 +83,19 @@ class PolicyByKeys:
             return None
         kind = built_in_kind(job.agent) or job.agent
         mark = (job.job_id, job.activity_at_ms or 0)
-        if kind in STRUCTURED_KINDS or mark in self.seen:
-            return None
-        self.seen.add(mark)
         data = job.activity_data or {}
-        tool, command = str(data.get("tool") or ""), str(data.get("command") or "")
-        if not tool or not command or len(command) >= COMMAND_LIMIT:
-            return None  # a trust dialog, or a question not fully on record
+        trust = is_trust_question(str(data.get("question") or ""))
+        if (kind in STRUCTURED_KINDS and not trust) or mark in self.seen:
+            return None  # a structured channel's question was the policy's there already
+        self.seen.add(mark)
         from app.policy.decide import Question
 
         workdir = job_workdir(state_dir, job.job_id)
+        if trust:  # no hook ever asks this one: its dialog is the only way in
+            return Question(kind, TRUST, workdir=workdir)
+        tool, command = str(data.get("tool") or ""), str(data.get("command") or "")
+        if not tool or not command or len(command) >= COMMAND_LIMIT:
+            return None  # a question not fully on record
         if tool in SHELL_TOOLS:
             return Question(kind, tool, command=command, workdir=workdir)
         return Question(kind, tool, path=command, workdir=workdir)
@@ -100,7 +104,7 @@ class PolicyByKeys:
         """Decide, claim, and answer on the dialog; a failure leaves it to the person."""
         state_dir = self.orch.settings.state_dir
         try:
-            verdict = self._verdict(question, state_dir)
+            verdict = self._verdict(job.job_id, question, state_dir)
             if verdict is None or verdict.answer is None or verdict.source is None:
                 return
             if not claimed(state_dir / "logs" / job.job_id, job.activity_at_ms or 0):
@@ -125,11 +129,16 @@ class PolicyByKeys:
         except Exception as error:  # a policy failure never answers: the person does
             log_problem(state_dir, job.job_id, f"{type(error).__name__}: {error}")
 
-    def _verdict(self, question: Question, state_dir: Path) -> Verdict | None:
+    def _verdict(self, job_id: str, question: Question, state_dir: Path) -> Verdict | None:
         path, named = policy_path(state_dir, self.env)
         loaded = load_policy(path, named=named)
         if loaded.policy is None:
             return None
+        if question.tool == TRUST:
+            bus = self.orch.registry.bus
+            return trust_verdict(
+                loaded.policy, bus, state_dir, job_id, question.agent, question.workdir
+            )
         from app.policy.decide import decide
         from app.policy.reviewer import run_reviewer
 
@@ -141,7 +150,10 @@ class PolicyByKeys:
 
 def same_question(seen: Observation, question: Question) -> bool:
     """Whether the dialog read from the screen asks what the policy decided: the same
-    command (spaces aside) of the same tool (any shell tool is the shell)."""
+    command (spaces aside) of the same tool (any shell tool is the shell); for the
+    folder-trust question, the trust dialog."""
+    if question.tool == TRUST:
+        return is_trust_question(seen.question)
     asked = question.command if question.is_shell else question.path
     same_tool = seen.tool == question.tool or (
         seen.tool in SHELL_TOOLS and question.tool in SHELL_TOOLS

@@ -62,7 +62,10 @@ def job(agent: str, **data: Any) -> SimpleNamespace:
         ("aider", {"tool": "Shell", "command": "touch a"}, True),
         ("claude", {"tool": "Bash", "command": "touch a"}, False),  # its hook had its say
         ("codex", {"tool": "Shell", "command": "touch a"}, False),  # its app-server did
-        ("gemini", {"question": "Do you trust the files in this folder?"}, False),
+        ("gemini", {"question": "Do you trust the files in this folder?"}, True),  # trust
+        ("claude", {"question": "Is this a project you created or one you trust?"}, True),
+        ("claude", {"question": "Do you want to use this API key?"}, False),  # not trust
+        ("gemini", {"question": "How would you like to authenticate for this project?"}, False),
         ("gemini", {"tool": "Shell", "command": "x" * 500}, False),  # maybe cut
     ],
 )
