@@ -154,3 +154,31 @@ def test_the_rule_dialog(snap_compare: Snap, fake: FakeSource) -> None:
     asking(fake, 'pytest -k "not slow" tests/')
     app = room(fake, Path("/srv/orchestrate-state"))
     assert snap_compare(app, terminal_size=SIZE, run_before=after("w", "A"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm -rf '[@click=app.quit]x[/]'", 'echo "[bold red]hi[/] \\" \\\\ done"', "touch ñ€"],
+)
+async def test_hostile_text_stays_text_and_reads_back(
+    fake: FakeSource, tmp_path: Path, command: str
+) -> None:
+    """A command is the agent's text: the inbox line and the dialog show it as written
+    (no markup runs), and the rule written reads back as exactly that command."""
+    asking(fake, command)
+    app = room(fake, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        select(app, WAITING)
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, RuleConfirmScreen), "the dialog")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        assert app.is_running  # a [@click=app.quit] drawn as markup would have quit
+        rules = load_policy(tmp_path / "policy.toml").policy
+        assert rules is not None
+        question = Question("codex", "Shell", command=command, workdir=tmp_path)
+        assert decide(rules, question).decision is PolicyDecision.ALLOW
+        await pilot.press("w")
+        box = app.screen.query_one("#asked")
+        await wait_until(pilot, lambda: "would allow" in str(box.render()), "the new rule")
