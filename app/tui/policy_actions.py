@@ -20,10 +20,16 @@ from app.policy.decide import Question
 from app.policy.draft import Draft, append_rule, draft_rule
 from app.policy.hook import job_workdir
 from app.policy.rules import PolicyError, policy_path
+from app.policy.trust import is_trust_question
 from app.policy.would import PolicyView, would_apply
 from app.tui.screens.rule_confirm import RuleConfirmScreen
 from app.tui.source import JobRow
 from registry.vocabulary import Answer
+
+TRUST_LINE = (
+    'folder trust: only a tool = "trust" rule answers it, for the work trees orchestrate '
+    "makes from the repository it names"
+)
 
 
 class PolicyActions(App[None]):
@@ -60,6 +66,8 @@ class PolicyActions(App[None]):
         if self.policy is None:
             return None
         question = self.question_of_row(job)
+        if question is None and is_trust_question(dict(job.asked).get("question", "")):
+            return TRUST_LINE
         if question is None:
             return "the policy cannot read this question: it names no tool"
         return would_apply(self.policy.current(), question)

@@ -182,3 +182,16 @@ async def test_hostile_text_stays_text_and_reads_back(
         await pilot.press("w")
         box = app.screen.query_one("#asked")
         await wait_until(pilot, lambda: "would allow" in str(box.render()), "the new rule")
+
+
+async def test_the_inbox_says_how_folder_trust_is_decided(fake: FakeSource, tmp_path: Path) -> None:
+    job = fake.jobs[WAITING]
+    question = "Do you trust the files in this folder?"
+    fake.jobs[WAITING] = replace(job, question=question, asked=(("question", question),))
+    app = room(fake, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        box = app.screen.query_one("#asked")
+        want = 'policy: folder trust: only a tool = "trust" rule answers it'
+        await wait_until(pilot, lambda: want in str(box.render()), "the trust line")
