@@ -13,6 +13,7 @@ the control room's y/n/a and its inbox alike.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -23,6 +24,7 @@ from app.approvals.question import Channel, Question
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import AnswerNotReceived
+from registry.activity import Observation
 from registry.errors import RegistryError
 from registry.jobs import Registry
 from registry.vocabulary import Answer, EventType
@@ -71,13 +73,17 @@ def answer_question(
     grace_sec: float = keys.DIALOG_GRACE_SEC,
     confirm_sec: float = CONFIRM_SEC,
     until_recorded: bool = False,
+    shows: Callable[[Observation], bool] | None = None,
+    noted: Mapping[str, object] | None = None,
 ) -> Answered:
     """Answer the question ``job_id`` waits on; refused unless it waits on one now.
 
     AnswerNotReceived when the agent did not react within ``confirm_sec``. With
     ``until_recorded`` (the control room) only the registry's word confirms, given
     RECORD_SEC more, and an answer that went in unconfirmed comes back with
-    ``confirmed`` False instead."""
+    ``confirmed`` False instead. ``shows`` and ``noted``: the approval policy's check
+    that the dialog on screen is the question it decided (keys only), and what it adds
+    to the ``input`` record (its rules)."""
     registry = orch.registry
     record = orch.launch_record(job_id)
     question = Question.of(registry.get(job_id), record, orch.settings.state_dir)
@@ -85,7 +91,7 @@ def answer_question(
     job = question.job
     if question.channel is Channel.KEYS:
         how, screen_moved_on = keys.type_answer(
-            orch, question, reply, lambda: registry.get(job_id), grace_sec
+            orch, question, reply, lambda: registry.get(job_id), grace_sec, shows
         )
     else:
         decision.decide(registry.bus, job_id, reply, by=by)
@@ -103,7 +109,7 @@ def answer_question(
         raise AnswerNotReceived(
             f"job {job_id}: the agent did not react to the answer within {timeout:.0f} s"
         )
-    _record_input(registry, job_id, reply, by, how)
+    _record_input(registry, job_id, reply, by, how, noted)
     return Answered(job_id, reply, how, confirmed.recorded, confirmed.now)
 
 
@@ -112,8 +118,15 @@ def _never() -> bool:
     return False
 
 
-def _record_input(registry: Registry, job_id: str, reply: Answer, by: str, how: str) -> None:
+def _record_input(
+    registry: Registry,
+    job_id: str,
+    reply: Answer,
+    by: str,
+    how: str,
+    noted: Mapping[str, object] | None = None,
+) -> None:
     """The answer, as an `input` event on the job's record (who, what, how)."""
-    data = {"kind": "answer", "answer": str(reply), "by": by, "how": how}
+    data = {**(noted or {}), "kind": "answer", "answer": str(reply), "by": by, "how": how}
     with contextlib.suppress(RegistryError):  # the job ended meanwhile: the answer went in
         registry.publish(job_id, EventType.INPUT, f"answered {reply}", data)

@@ -26,6 +26,7 @@ from app.approvals.meaning import AnswerPlan, plan_answer
 from app.approvals.question import Question
 from app.approvals.selection import Moved, answer_by_meaning, wait_for_screen
 from app.tmux.driver import TmuxDriver
+from registry.activity import Observation
 from registry.records import Job
 from registry.vocabulary import Activity, Answer
 
@@ -70,11 +71,14 @@ def type_answer(
     reply: Answer,
     reread: Callable[[], Job],
     grace_sec: float = DIALOG_GRACE_SEC,
+    shows: Callable[[Observation], bool] | None = None,
 ) -> tuple[str, Callable[[], bool]]:
     """Type ``reply``'s keys into the job's dialog once it is on screen (again, once,
     if the dialog ignored them). Returns how ("keys y Enter") and a check that the
     dialog has left the screen, for the confirmation. ``reread``: the job as the
-    registry has it now."""
+    registry has it now. ``shows``: whether the dialog read from the screen is the
+    very question answered (the approval policy's: same tool and command); a dialog
+    that is not counts as no dialog."""
     job = question.job
     keys = question.adapter.keys.answer(reply)
     pane_id = panes.pane_for_job(job.job_id)
@@ -84,7 +88,7 @@ def type_answer(
 
     def dialog_shown() -> bool:
         seen = match_screen(job.agent, rules, panes.driver.capture(pane_id, SCREEN_LINES))
-        return seen is not None
+        return seen is not None and (shows is None or shows(seen))
 
     deadline = time.monotonic() + grace_sec
     while not dialog_shown():

@@ -264,6 +264,9 @@ def show(settings: Settings, as_json: bool, hours: int) -> None:
         markup=False,
     )
     console.print(_agent_table(summary))
+    answered = _answers(settings, summary)
+    if answered:
+        console.print(answered.capitalize() + ".", markup=False)
     console.print(
         "Tokens: measured by each agent's own usage records (* Aider's own estimate). "
         f"Costs: estimates from {prices.path} (Aider's own where it gives one).",
@@ -286,6 +289,23 @@ def show(settings: Settings, as_json: bool, hours: int) -> None:
         )
     if snapshot.malformed_total:
         console.print(f"{snapshot.malformed_total} malformed input line(s) were skipped.")
+
+
+def _answers(settings: Settings, summary: RangeSummary) -> str | None:
+    """Who answered the agents over the table's hours: the policy or a person, and the
+    time the policy saved (registry/answered.py: a query over the registry)."""
+    import sqlite3
+
+    from registry.answered import answers_line, read_answer_counts
+
+    first, last = summary.first_hour, summary.last_hour
+    since = int(first.timestamp() * 1000) if first else 0
+    until = int(last.timestamp() * 1000) + 3_600_000 if last else 2**62
+    try:
+        counts = read_answer_counts(settings.state_dir, since, until)
+    except sqlite3.Error as error:  # busy or damaged: the rest of the history still shows
+        return f"answers: not read ({error})"
+    return answers_line(counts)
 
 
 def _agent_table(summary: RangeSummary) -> Table:

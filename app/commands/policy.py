@@ -13,6 +13,7 @@ import click
 from app.policy.decide import Question, Verdict, decide
 from app.policy.rules import (
     SHELL_TOOLS,
+    TRUST,
     Policy,
     PolicyError,
     broken_policy_line,
@@ -84,6 +85,8 @@ def check(
     for name, value in (("--agent", agent), ("--tool", tool), ("--command", command)):
         if value is not None and (not value.strip() or len(value) > MAX_ARGUMENT):
             raise click.UsageError(f"{name} must be non-empty text of {MAX_ARGUMENT} at most")
+    if tool == TRUST:
+        raise click.UsageError("trust is decided per job (its work tree and repository), not here")
     if tool in SHELL_TOOLS and command is None:
         raise click.UsageError(f"a shell question needs --command (tool {tool!r})")
     if tool not in SHELL_TOOLS and command is not None:

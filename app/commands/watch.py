@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from app.control import MAX_DEMO_AGENTS
@@ -74,6 +76,7 @@ def watch(
     source = open_source(settings)
     signals = SignalSettings(bell=signals_bell, title=signals_title, notify=command)
     app = ControlRoomApp(source, demo_agents=agents if demo else 0, signals=signals)
+    app.use_policy(settings.state_dir, os.environ)
     app.run()
     if app.demo_job_ids and not app.demo_stopped:  # it ended some other way than quit
         source.stop_demo(app.demo_job_ids)

@@ -17,6 +17,7 @@ from app.control.jobs import CANCEL_GRACE_SEC, DEFAULT_APPROVAL_WAIT_SEC, JobCon
 from app.control.launch import LaunchRecord
 from app.control.panes import PaneControl
 from app.control.sessions import SessionControl
+from app.policy.keys import PolicyByKeys
 from app.review.worktree import WorktreePlan
 from app.settings import Settings, idle_grace_from_env
 from app.supervision.reconcile import Reconciler, ReconcileReport
@@ -24,7 +25,7 @@ from app.tmux.attach import AttachCommand
 from app.tmux.driver import TmuxDriver
 from registry.records import DEFAULT_IDLE_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC, Job
 from registry.sessions import Session
-from registry.vocabulary import Answer
+from registry.vocabulary import Activity, Answer
 
 __all__ = ["CANCEL_GRACE_SEC", "DEFAULT_APPROVAL_WAIT_SEC", "Orchestrator"]
 
@@ -44,6 +45,7 @@ class Orchestrator:
             self.context, self.pane_control, self.session_control, self.reconcile
         )
         self._reconciler: Reconciler | None = None
+        self.policy_by_keys = PolicyByKeys(self)
 
     @property
     def driver(self) -> TmuxDriver:
@@ -229,5 +231,9 @@ class Orchestrator:
         return self.reconciler.run_output()
 
     def reconcile(self) -> ReconcileReport:
-        """One liveness pass over running jobs and recorded sessions (see Reconciler)."""
-        return self.reconciler.run()
+        """One liveness pass over running jobs and recorded sessions (see Reconciler),
+        then the approval policy for what the agents answered by keys now ask."""
+        report = self.reconciler.run()
+        self.policy_by_keys.look([job_id for job_id, seen in report.sampled.items()
+                                  if seen == Activity.WAITING])  # fmt: skip
+        return report

@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from app.policy.rules import SHELL, SHELL_TOOLS, Policy, Rule
+from app.policy.rules import SHELL, SHELL_TOOLS, TRUST, Policy, Rule
 from registry.vocabulary import Answer, DecisionSource, PolicyDecision
 
 NO_RULE = "no rule matched"
@@ -134,7 +134,10 @@ def _of(rule: Rule) -> Verdict:
 
 
 def _asks_who(rule: Rule, question: Question) -> bool:
-    """The rule's ``agent`` and ``tool`` globs match who asks."""
+    """The rule's ``agent`` and ``tool`` globs match who asks. A folder-trust question
+    is never one of them (app/policy/trust.py decides it), nor a trust rule another."""
+    if question.tool == TRUST or rule.tool == TRUST:
+        return False
     if rule.agent is not None and not fnmatchcase(question.agent, rule.agent):
         return False
     if rule.tool is None or rule.tool == "*":

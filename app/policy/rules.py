@@ -25,11 +25,14 @@ POLICY_FILE = "policy.toml"
 MAX_POLICY_BYTES = 1024 * 1024
 MAX_TEXT = 1000
 """Longest name, glob or reviewer word: longer is a paste gone wrong."""
-RULE_KEYS = ("name", "agent", "tool", "command", "path", "decision")
+RULE_KEYS = ("name", "agent", "tool", "command", "path", "repo", "decision")
 TOP_KEYS = frozenset({"rule", "reviewer", "budget"})
 """``budget`` is read by the budgets (issue 29 item 5), not by the rules."""
 SHELL = "shell"
 """``tool = "shell"``: any shell command, whatever the agent calls its shell tool."""
+TRUST = "trust"
+"""``tool = "trust"``: the folder-trust dialog, for orchestrate's own work trees of the
+repository ``repo`` names (app/policy/trust.py), and nothing else."""
 SHELL_TOOLS = frozenset(
     {SHELL, "Shell", "Bash", "run_shell_command", "exec_command", "local_shell"}
 )
@@ -55,6 +58,7 @@ class Rule:
     tool: str | None = None
     command: str | None = None
     path: str | None = None
+    repo: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,18 +101,22 @@ def load_policy(path: Path, *, named: bool = False) -> Loaded:
     except OSError as error:
         return Loaded(path, None, f"{path} cannot be read ({error.strerror or error})")
     try:
-        if len(raw) > MAX_POLICY_BYTES:
-            raise PolicyError(f"it is over {MAX_POLICY_BYTES} bytes")
-        try:
-            text = raw.decode("utf-8")
-            data = tomllib.loads(text)
-        except UnicodeDecodeError:
-            raise PolicyError("it is not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as error:
-            raise PolicyError(f"it is not TOML: {error}") from None
-        return Loaded(path, parse_policy(data))
+        return Loaded(path, policy_of(raw))
     except PolicyError as error:
         return Loaded(path, None, f"{path}: {error}")
+
+
+def policy_of(raw: bytes) -> Policy:
+    """The policy a file's bytes hold; PolicyError (one line) for the first thing wrong."""
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(f"it is over {MAX_POLICY_BYTES} bytes")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PolicyError("it is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PolicyError(f"it is not TOML: {error}") from None
+    return parse_policy(data)
 
 
 def parse_policy(data: Mapping[str, Any]) -> Policy:
@@ -153,6 +161,10 @@ def _rule(index: int, table: object) -> Rule:
         raise PolicyError(f'{where}: command is for shell rules (tool = "shell")')
     if "path" in values and tool in SHELL_TOOLS:
         raise PolicyError(f"{where}: path is for file tools, not tool = {tool!r}")
+    if (tool == TRUST) != ("repo" in values):
+        raise PolicyError(f'{where}: tool = "trust" and repo go together (repo = "~/src/app")')
+    if tool == TRUST and ("command" in values or "path" in values):
+        raise PolicyError(f"{where}: a trust rule names a repo only, no command or path")
     return Rule(
         name=values["name"],
         decision=decision,
@@ -160,6 +172,7 @@ def _rule(index: int, table: object) -> Rule:
         tool=tool,
         command=values.get("command"),
         path=values.get("path"),
+        repo=values.get("repo"),
     )
 
 

@@ -34,6 +34,7 @@ from app.tui.messages import (
 )
 from app.tui.needs_you import SignalSettings, TerminalSignals
 from app.tui.notices import toast
+from app.tui.policy_actions import PolicyActions
 from app.tui.poller import MAX_BACKOFF_S, RECONCILE_INTERVAL_S, Poller
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.history import HistoryScreen
@@ -53,7 +54,7 @@ from registry.vocabulary import JobStatus
 from registry.wording import counted
 
 COMMAND_ACTIONS = {command.action.split("(")[0] for command in COMMANDS}
-NEEDS_A_JOB_LIST = frozenset({"answer", "next_waiting"})
+NEEDS_A_JOB_LIST = frozenset({"answer", "next_waiting", "make_rule"})
 """Off on a screen that lists no jobs (History, Review): nothing there to answer, and
 tab moves focus as usual."""
 HISTORY_READ_AHEAD_S = 3.0  # after the first delta: read the History screen's data
@@ -61,7 +62,7 @@ HISTORY_RECHECK_S = 10.0  # and look again this often (a build from the CLI, a r
 
 
 @hands_job_commands_to_the_screen
-class ControlRoomApp(InboxActions):
+class ControlRoomApp(PolicyActions, InboxActions):
     """Live jobs, sessions and events; every source call runs in a thread worker."""
 
     CSS_PATH = Path(__file__).parent / "control_room.tcss"  # absolute: subclasses live elsewhere

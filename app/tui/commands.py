@@ -146,6 +146,14 @@ COMMANDS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "rule",
+        "A",
+        "make_rule",
+        "Rule",
+        "Make a policy rule from the waiting job's question (shows it first)",
+        show=False,
+    ),
+    Command(
         "inbox",
         "w",
         "inbox",

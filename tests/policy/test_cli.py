@@ -72,6 +72,7 @@ def test_check_prints_the_decision_and_its_rule(
         (["--tool", "shell", "--command", "ls", "--path", "a"], "--path is the file"),
         (["--tool", "", "--command", "ls"], "--tool must be non-empty"),
         (["--tool", "shell", "--command", "ls", "--workdir", "/nonexistent"], "does not exist"),
+        (["--tool", "trust"], "trust is decided per job"),
     ],
 )
 def test_check_refuses_bad_input_in_one_line(

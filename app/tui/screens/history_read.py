@@ -5,7 +5,9 @@ read is one function a thread, a bench or a test can call without a screen."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sqlite3
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 from textual.geometry import Size
@@ -17,10 +19,12 @@ from app.tui.widgets.history_charts import (
     HistoryCharts,
     build_charts,
 )
+from registry.answered import AnswerCounts, read_answer_counts
 from registry.history.errors import CorruptHistory, HistoryNotBuilt
 from registry.history.prices import BadPrices, PriceTable, load_prices
 from registry.history.reader import FileVersions, HistorySnapshot, history_version, load_history
 
+HOUR = timedelta(hours=1)
 Prices = tuple[PriceTable | None, str | None]  # the table, or why prices.toml is unusable
 
 
@@ -77,7 +81,22 @@ def read_history(
     except (BadPrices, OSError) as error:  # the rest of the history is still worth showing
         prices = (None, str(error))
     charts = build_charts(snapshot, agent, hours, *prices)
+    if charts is not None:
+        charts = replace(charts, answers=answers_in(state_dir, charts, agent))
     return HistoryLoaded(snapshot, charts, version, prices)
+
+
+def answers_in(state_dir: Path, charts: HistoryCharts, agent: str | None) -> AnswerCounts | None:
+    """Who answered the agents over the charts' range (None: the registry is busy or
+    unreadable; the rest of the screen does not wait for it)."""
+    first, last = charts.summary.first_hour, charts.summary.last_hour
+    if first is None or last is None:
+        return None
+    since, until = int(first.timestamp() * 1000), int((last + HOUR).timestamp() * 1000)
+    try:
+        return read_answer_counts(state_dir, since, until, agent)
+    except sqlite3.Error:
+        return None
 
 
 def read_reporting_errors(

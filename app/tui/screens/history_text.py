@@ -10,6 +10,7 @@ from textual.content import Content
 
 from app.tui.safe_text import as_text
 from app.tui.widgets.history_charts import HistoryCharts
+from registry.answered import answers_line
 from registry.history.reader import HistorySnapshot
 from registry.history.summary import cost_text, duration, tokens_text
 from registry.vocabulary import Activity
@@ -64,6 +65,9 @@ def totals_content(snapshot: HistorySnapshot | None, charts: HistoryCharts | Non
         how = f"{tokens_text(estimated)} estimated" if estimated else "measured"
         parts.append(f"{tokens_text(cost.tokens)} tokens ({how})")
         parts.append(f"{cost_text(cost)} (estimated)")
+    answered = answers_line(charts.answers) if charts.answers else None
+    if answered:
+        parts.append(answered)
     parts.append(Content.assemble(("│", "red"), f" {counted(charts.restarts, 'restart')}"))
     if snapshot.malformed_total:
         parts.append(f"{counted(snapshot.malformed_total, 'malformed line')} skipped")

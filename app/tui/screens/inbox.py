@@ -123,7 +123,7 @@ class InboxScreen(JobCommands):
         without a waiting job there is nothing to answer or move to."""
         if action in ("inbox", "new_job", "filter"):
             return False
-        return bool(self.rows) or action not in ("answer", "next_waiting")
+        return bool(self.rows) or action not in ("answer", "next_waiting", "make_rule")
 
     def action_toggle_log(self) -> None:
         """`l`: hide the agent's screen, or show it again."""
@@ -233,6 +233,12 @@ class InboxScreen(JobCommands):
         view.follow(path)
         view.border_title = as_text(f"its screen · {job_id} · l hides")
 
+    def _policy_line(self, job: JobRow) -> str | None:
+        """Which rule would apply to its question (app/tui/policy_actions.py); None
+        when the control room reads no policy."""
+        line = getattr(self.app, "policy_line", None)
+        return line(job) if line is not None else None
+
     def _describe(self, job: JobRow | None) -> None:
         """The selected job's question in full, and the keys that answer it."""
         box = self.query_one("#asked", Static)
@@ -250,6 +256,11 @@ class InboxScreen(JobCommands):
         if "always" not in job.answers:
             agent = AGENT_NAMES.get(job.agent, job.agent)
             text.append_text(as_text(f"  (no 'always': {agent} has no such answer)"))
+        policy = self._policy_line(job)
+        if policy is not None:
+            text.append("\npolicy: ", theme_style(self.app, "foreground-darken-2"))
+            text.append_text(as_text(policy))
+            text.append_text(as_text("  (A makes a rule from it)"))
         text.append("\nor: ", theme_style(self.app, "foreground-darken-2"))
         text.append_text(as_text("⏎ step into it · i talk · d its page · l its screen"))
         state = self.answering.get(job.job_id)

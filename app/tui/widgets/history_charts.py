@@ -16,6 +16,7 @@ from textual_plotext.plot import Plot
 
 from app.tui.safe_text import visible
 from app.tui.widgets.plotext_visual import PlotVisual, render_figure, render_plot
+from registry.answered import AnswerCounts
 from registry.history.prices import PriceTable, price_usage
 from registry.history.reader import HistorySnapshot, HourlyAggregate, UsageRow
 from registry.history.schema import exact_percentile
@@ -76,6 +77,7 @@ class HistoryCharts:
     restarts: int
     prices_path: Path | None  # where the prices came from
     prices_error: str | None  # why prices.toml could not be used, if it could not
+    answers: AnswerCounts | None = None  # who answered the agents (registry/answered.py)
 
 
 def _hour_index(first: datetime, hour: datetime) -> float:
