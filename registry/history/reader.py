@@ -90,6 +90,7 @@ class HourlyAggregate(NamedTuple):
     interrupted_ms: int
     unknown_ms: int
     blocked_ms: int
+    paused_ms: int
     asks: int
     answered: int
     response_ms_p50: float | None
