@@ -1,8 +1,8 @@
-"""The four real agent CLIs run *through orchestrate*, offline against scripted fake
+"""The real agent CLIs run *through orchestrate*, offline against scripted fake
 models, in real tmux: the job is working, then waiting with the exact command the
 agent wants to run, `answer` gives its own keys, the command's effect is on disk (or
 not, for no), the agent goes idle and the job completes; state comes from each agent's
-best signal (Claude's and Gemini's hooks, Codex's OSC 7501, Aider's screen)."""
+best signal (Claude's, Gemini's and Qwen's hooks, Codex's OSC 7501, Aider's screen)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ WAITING_SOURCE = {
     "codex": "osc:codex:blocked",
     "gemini": "hook:gemini:Notification:ToolPermission",
     "aider": "screen:aider.run_shell",
+    "qwen": "hook:qwen:PermissionRequest",
 }
 
 
@@ -150,7 +151,7 @@ def test_claude_approvals_from_the_control_room(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("name", ["claude", "gemini", "codex", "qwen"])
 def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
     name: str, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
