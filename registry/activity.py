@@ -64,6 +64,7 @@ AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read fro
     "gemini-acp": "Gemini CLI (ACP)",
     "qwen": "Qwen Code",
     "qwen-code": "Qwen Code",
+    "qwen-acp": "Qwen Code (ACP)",
 }
 
 

@@ -42,6 +42,7 @@ SIGNALS = {
     "acp": "the ACP session (orchestrate is its client: acp-run)",
     "gemini-acp": "the ACP session (orchestrate is its client: acp-run)",
     "qwen": "hooks (per-job QWEN_HOME layer), screen rules",
+    "qwen-acp": "the ACP session (orchestrate is its client: acp-run)",
 }
 
 
@@ -67,6 +68,7 @@ INSTALL_HINTS = {
     "acp": "any ACP agent: submit --agent acp --agent-cmd 'AGENT --acp'",
     "gemini-acp": "npm install -g @google/gemini-cli",
     "qwen": "npm install -g @qwen-code/qwen-code",
+    "qwen-acp": "npm install -g @qwen-code/qwen-code",
 }
 
 
@@ -145,7 +147,7 @@ def approvals_of(kind: str, path: str | None) -> str:
     """How `submit --approvals control-room` answers this agent."""
     if kind in ("claude", "qwen"):
         return "control-room: permission hook"
-    if kind in ("acp", "gemini-acp"):
+    if kind in ("acp", "gemini-acp", "qwen-acp"):
         return "always by decision: session/request_permission"
     if kind != "codex":
         return "keys only"
