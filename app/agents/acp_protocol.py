@@ -40,6 +40,10 @@ OPTION_KINDS: Mapping[Answer, tuple[str, ...]] = {
 may only ever allow less than was asked, never more; "no" takes a permanent reject only
 when the agent offers no single one."""
 
+NEVER_CHOSEN = frozenset({"proceed_always_user"})
+"""Option ids orchestrate never chooses, whatever their kind: Qwen Code's "Always Allow
+for user" writes a rule into the user's own settings (its "in project" one is `always`)."""
+
 TOOL_OF_KIND: Mapping[str, str] = {"execute": "Shell", "edit": "Edit", "delete": "Delete",
                                    "move": "Move", "fetch": "Fetch"}  # fmt: skip
 """A tool call's kind as the inbox names the tool (as the hook adapters do)."""
@@ -128,7 +132,7 @@ def option_for(answer: Answer, options: Sequence[PermissionOption]) -> str | Non
     offers none that does."""
     for kind in OPTION_KINDS[answer]:
         for option in options:
-            if option.kind == kind:
+            if option.kind == kind and option.option_id not in NEVER_CHOSEN:
                 return option.option_id
     return None
 
