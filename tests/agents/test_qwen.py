@@ -147,3 +147,19 @@ def test_start_and_resume_by_its_own_session_id(tmp_path: Path) -> None:
     assert resumed is not None and resumed.prompt
     assert resumed.argv[1:3] == ["--resume", "abc"]
     assert adapter_for("qwen").display_name == "Qwen Code"
+
+
+def test_auto_modes_dialog_never_switches_the_mode() -> None:
+    """In auto mode (0.24.4's default) a call its classifier cannot judge gets a dialog
+    whose second yes also switches the session to default mode: yes is "allow once", no
+    is Esc's option, and there is no `always` to give."""
+    lines = screen("approval_dialog_auto_mode")
+    seen = match_screen("qwen", Qwen.screen_rules, lines)
+    assert seen is not None and seen.activity == "waiting" and seen.command == "touch done.txt"
+    dialog = read_dialog(lines)
+    assert dialog is not None and len(dialog.options) == 3
+    yes = plan_answer(dialog, Answer.YES, Qwen.answer_words)
+    no = plan_answer(dialog, Answer.NO, Qwen.answer_words)
+    assert isinstance(yes, AnswerPlan) and yes.target == 0
+    assert isinstance(no, AnswerPlan) and no.target == 2
+    assert isinstance(plan_answer(dialog, Answer.ALWAYS, Qwen.answer_words), Refusal)
