@@ -53,6 +53,7 @@ def wait_for_file(path: Path, orch: Orchestrator, job_id: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # gemini-acp's yes keeps the real ACP path in the default run
 def test_qwen_over_acp_waits_with_its_command_and_yes_from_the_cli_runs_it(
     orch: Orchestrator,
     serve_model: ServeModel,
