@@ -47,6 +47,11 @@ HOOK_ACTIVITY: dict[str, str] = {
     "SessionEnd": Activity.EXITED,
 }
 TOOL_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse")
+HOOK_EVENTS = ("UserPromptSubmit", "PermissionRequest", "PreToolUse", "Notification", "Stop",
+               "SessionEnd")  # fmt: skip
+"""The events orchestrate's hook is registered for. Each is a process on the agent's
+path (Qwen waits for it): SessionStart (the id is chosen at start anyway) and PostToolUse
+(PreToolUse already said working) are read if a user's own setup sends them, not asked for."""
 NOTIFICATION_IDLE = "idle_prompt"
 """Sent at once when the prompt is back (after Stop, and alone after a "no");
 permission_prompt repeats what PermissionRequest said 40 ms earlier."""
@@ -69,7 +74,7 @@ def with_hooks(settings: dict[str, Any], command: str, permission_timeout: int) 
     Code's layout: a group per event, a ``matcher`` on tool events)."""
     hooks = settings.get("hooks")
     merged: dict[str, Any] = dict(hooks) if isinstance(hooks, dict) else {}
-    for event in ("SessionStart", *HOOK_ACTIVITY):
+    for event in HOOK_EVENTS:
         timeout = permission_timeout if event == "PermissionRequest" else HOOK_TIMEOUT_SEC
         group: dict[str, Any] = {
             "hooks": [{"type": "command", "command": command, "timeout": timeout}]

@@ -29,6 +29,9 @@ WAITING_SOURCE = {
     "aider": "screen:aider.run_shell",
     "qwen": "hook:qwen:PermissionRequest",
 }
+START_SEC = 90
+"""A deadline, not a wait, for the first question: Qwen Code takes 3.7 s of CPU to start,
+so at a load of 30 on 2 cores its dialog came after more than 40 s."""
 
 
 @pytest.fixture(params=sorted(AGENTS))
@@ -84,6 +87,7 @@ def test_a_real_agent_waits_is_answered_yes_and_its_job_completes(
         job_id,
         lambda j: j.waiting and COMMAND in (j.activity_data or {}).get("command", ""),
         "the agent to wait, naming its command",
+        timeout=START_SEC,
     )
     assert job.activity_data is not None
     sources = [c.observation.source for c in orch.registry.activity_history(job_id)]
@@ -115,7 +119,7 @@ def test_a_real_agent_answered_no_runs_nothing(
     agent: AgentCase, orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
     job_id, workdir = start(agent, orch, serve_model, tmp_path, f"{agent.name}-no")
-    supervise_until(orch, job_id, lambda j: j.waiting, "the agent to wait")
+    supervise_until(orch, job_id, lambda j: j.waiting, "the agent to wait", timeout=START_SEC)
     orch.answer(job_id, "no")
     job = supervise_until(orch, job_id, lambda j: not j.waiting, "the question to go")
     assert job.status == "running"
