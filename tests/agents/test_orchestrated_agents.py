@@ -173,13 +173,13 @@ def test_after_tmux_is_killed_the_agent_resumes_its_own_conversation(
     # the agent's own id, recorded (Codex tells it with its notify, after the turn)
     supervise_until(orch, job.job_id, lambda j: j.activity == "idle" and j.agent_session_id
                     and orch.registry.has_worked(j.job_id),
-                    "its first turn to end, and its session id")  # fmt: skip
+                    "its first turn to end, and its session id", timeout=START_SEC)  # fmt: skip
     turns_before = len(model.requests_of("turn"))
     orch.driver.server.cmd("kill-server")
     supervise_until(orch, job.job_id, lambda j: j.activity == "interrupted", "interrupted")
     resumed = orch.resume_interrupted(env=run.env)  # as the user's shell would give it
     assert [j.job_id for j in resumed] == [job.job_id]
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + START_SEC
     while len(model.requests_of("turn")) <= turns_before:
         pane = orch.pane_for_job(job.job_id)
         screen = "\n".join(orch.driver.capture(pane, 40)) if pane else "(no pane)"
