@@ -67,6 +67,9 @@ AGENT_NAMES: Final = {  # the one place: each adapter's display_name is read fro
     "demo": "demo agent",
     "acp": "ACP agent",
     "gemini-acp": "Gemini CLI (ACP)",
+    "qwen": "Qwen Code",
+    "qwen-code": "Qwen Code",
+    "qwen-acp": "Qwen Code (ACP)",
 }
 
 

@@ -1,6 +1,6 @@
 """Agent adapters, one module per kind: claude (claude-code), codex, gemini, aider,
-demo, acp (any ACP agent, and its presets such as gemini-acp), and generic for any
-other CLI (configured in agents.toml).
+demo, qwen (qwen-code), acp (any ACP agent, and its presets gemini-acp and qwen-acp),
+and generic for any other CLI (configured in agents.toml).
 
 A kind's module is imported only when that kind is asked for: `orchestrate hook`
 runs on an agent's critical path and loads just its own adapter.
@@ -27,6 +27,8 @@ _BUILT_IN: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "demo": ("app.agents.demo", "Demo", ()),
     "acp": ("app.agents.acp", "Acp", ()),
     "gemini-acp": ("app.agents.acp", "GeminiAcp", ()),
+    "qwen": ("app.agents.qwen", "Qwen", ("qwen-code",)),
+    "qwen-acp": ("app.agents.acp", "QwenAcp", ()),
 }
 KINDS: tuple[str, ...] = tuple(_BUILT_IN)
 

@@ -25,6 +25,7 @@ from registry.vocabulary import Activity
 
 ACP_PRESETS: Mapping[str, tuple[str, ...]] = {
     "gemini-acp": ("gemini", "--acp"),
+    "qwen-acp": ("qwen", "--acp"),
 }
 """Named ACP agents: kind -> the command that starts it in ACP mode. A new ACP agent
 joins here (and in app/agents/__init__.py's table) with a subclass below."""
@@ -119,3 +120,14 @@ class GeminiAcp(Acp):
     executable = "gemini"
     default_argv = ACP_PRESETS["gemini-acp"]
     tested_versions = TestedVersions("0.61.0", "0.61.0")
+
+
+class QwenAcp(Acp):
+    """Qwen Code in ACP mode (``qwen --acp``): its config as the user has it (QWEN_HOME
+    or ~/.qwen); no hooks are written, the protocol says it all."""
+
+    kind = "qwen-acp"
+    display_name = AGENT_NAMES["qwen-acp"]
+    executable = "qwen"
+    default_argv = ACP_PRESETS["qwen-acp"]
+    tested_versions = TestedVersions("0.24.4", "0.24.4")

@@ -40,6 +40,10 @@ OPTION_KINDS: Mapping[Answer, tuple[str, ...]] = {
 may only ever allow less than was asked, never more; "no" takes a permanent reject only
 when the agent offers no single one."""
 
+NEVER_CHOSEN = frozenset({"proceed_always_user"})
+"""Option ids orchestrate never chooses, whatever their kind: Qwen Code's "Always Allow
+for user" writes a rule into the user's own settings (its "in project" one is `always`)."""
+
 TOOL_OF_KIND: Mapping[str, str] = {"execute": "Shell", "edit": "Edit", "delete": "Delete",
                                    "move": "Move", "fetch": "Fetch"}  # fmt: skip
 """A tool call's kind as the inbox names the tool (as the hook adapters do)."""
@@ -88,6 +92,31 @@ def tool_and_command(tool_call: ToolCallUpdate | Any) -> tuple[str, str]:
     return tool, command or title
 
 
+PATH_KINDS = frozenset({"edit", "delete", "move", "read"})
+"""Tool kinds about files: a policy judges their path, not a command."""
+
+
+def policy_subject(tool_call: ToolCallUpdate | Any) -> tuple[str, str, str]:
+    """(tool, shell command, file path) of a permission request, for the approval
+    policy: the whole command (raw input, else Gemini's and Qwen's title) for a shell
+    tool, the first path for a file tool; '' where there is none."""
+    kind = getattr(tool_call, "kind", None) or ""
+    tool = TOOL_OF_KIND.get(kind, kind)
+    raw = getattr(tool_call, "raw_input", None)
+    if kind in PATH_KINDS:
+        path = ""
+        if isinstance(raw, Mapping):
+            path = next((v for k in ("file_path", "path") if isinstance(v := raw.get(k), str)), "")
+        locations = getattr(tool_call, "locations", None) or []
+        if not path and locations:
+            path = getattr(locations[0], "path", "") or ""
+        return tool, "", path
+    command = raw.get("command") if isinstance(raw, Mapping) else None
+    if not isinstance(command, str) or not command:
+        command = getattr(tool_call, "title", None) or "" if kind == "execute" else ""
+    return tool, command, ""
+
+
 def permission_wait(agent: str, tool_call: ToolCallUpdate) -> Observation:
     """The wait a permission request is: its question, tool and command for the inbox."""
     tool, command = tool_and_command(tool_call)
@@ -103,7 +132,7 @@ def option_for(answer: Answer, options: Sequence[PermissionOption]) -> str | Non
     offers none that does."""
     for kind in OPTION_KINDS[answer]:
         for option in options:
-            if option.kind == kind:
+            if option.kind == kind and option.option_id not in NEVER_CHOSEN:
                 return option.option_id
     return None
 

@@ -78,10 +78,32 @@ class RunOptions:
     agent_log: Path | None = None
 
 
-def policy_answer(job_id: str, wait: Observation) -> Answer | None:
-    """The seam where a policy decides a permission request before a person is asked
-    (the policy engine, app/policy/, plugs in here); None: ask the inbox."""
-    return None
+def policy_answer(
+    recorder: JobRecorder,
+    agent: str,
+    tool_call: ToolCallUpdate,
+    workdir: Path,
+    env: Mapping[str, str],
+) -> Answer | None:
+    """The approval policy's answer to a permission request before a person is asked
+    (app/policy/, as Claude's hook and Codex's app-server get it), recorded with the
+    rule that decided; None: no policy, no rule, or a rule that says ask: the inbox.
+    A broken policy never costs the agent its question: it is logged and a person asked."""
+    from app.policy.hook import answer_by_policy, has_policy
+
+    state_dir = recorder.state_dir
+    try:
+        if not has_policy(state_dir, env):
+            return None
+        from app.policy.decide import Question
+
+        tool, command, path = protocol.policy_subject(tool_call)
+        question = Question(agent=agent, tool=tool, command=command, path=path, workdir=workdir)
+        verdict = answer_by_policy(recorder.registry, state_dir, recorder.job_id, question, env)
+    except Exception as exc:
+        log.info("job %s: approval policy not applied: %s", recorder.job_id, exc)
+        return None
+    return verdict.answer if verdict is not None else None
 
 
 class JobRecorder:
@@ -92,6 +114,7 @@ class JobRecorder:
         from registry.jobs import Registry
 
         self.registry = Registry.open(state_dir, busy_timeout_ms=BUSY_TIMEOUT_MS)
+        self.state_dir = state_dir
         self.job_id = job_id
         self._last: tuple[str, float] = ("", 0.0)
 
@@ -130,11 +153,23 @@ class JobRecorder:
 class OrchestrateClient:
     """The ACP client side: the agent's updates and permission requests."""
 
-    def __init__(self, agent: str, job_id: str, view: Transcript, recorder: JobRecorder) -> None:
+    def __init__(
+        self,
+        agent: str,
+        job_id: str,
+        view: Transcript,
+        recorder: JobRecorder,
+        workdir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.agent = agent
         self.job_id = job_id
         self.view = view
         self.recorder = recorder
+        self.workdir = workdir or Path.cwd()
+        """The job's work tree: where the policy's path rules are relative to."""
+        self.env: Mapping[str, str] = env if env is not None else {}
+        """The pane's environment: the state dir and a policy named for the job."""
         self.asking = False
         """A permission request waits for its answer (typed y/n/a answer it)."""
 
@@ -175,8 +210,10 @@ class OrchestrateClient:
         offered = protocol.answers_offered(options)
         self.view.note(f"? {wait.question}")
         self.view.options([option.name for option in options])
-        answer = policy_answer(self.job_id, wait)
-        if answer is None:
+        answer = policy_answer(self.recorder, self.agent, tool_call, self.workdir, self.env)
+        if answer is not None:
+            self.view.note(f"   answered {answer} by the approval policy")
+        else:
             words = "/".join(offered)
             self.view.note(f"   answer in the inbox, with `orchestrate answer --job {self.job_id} "
                            f"{words}`, or type {words} (or its first letter) here")  # fmt: skip
@@ -251,7 +288,9 @@ class Session:
         self.env = env
         self.view = view
         self.recorder = recorder
-        self.client = OrchestrateClient(options.agent, options.job_id, view, recorder)
+        self.client = OrchestrateClient(
+            options.agent, options.job_id, view, recorder, options.workdir, env
+        )
         self.prompts: asyncio.Queue[str | None] = asyncio.Queue()
         self.turn_running = False
         self.conn: Any = None

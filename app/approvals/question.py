@@ -25,8 +25,9 @@ from registry.vocabulary import Answer
 if TYPE_CHECKING:
     from app.control.launch import LaunchRecord
 
-DECIDED_BY_HOOK = "hook:claude:PermissionRequest"
-"""The activity source of a question Claude's permission hook waits on."""
+DECIDED_BY_HOOK = ("hook:claude:PermissionRequest", "hook:qwen:PermissionRequest")
+"""The activity sources of a question a permission hook waits on (Claude Code's, and
+Qwen Code's, which reads the same decision)."""
 DECIDED_BY_APP_SERVER = "appserver:codex:requestApproval"
 """The activity source of a request Codex's app-server holds (app/agents/codex_bridge.py)."""
 DECIDED_BY_ACP = "acp:"

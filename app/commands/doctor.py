@@ -27,6 +27,7 @@ PROBE_PROMPT = "doctor's probe"
 HOOK_PROBES: dict[str, tuple[dict[str, object], str]] = {
     "claude": ({"hook_event_name": "Stop", "session_id": "doctor"}, "idle"),
     "gemini": ({"hook_event_name": "AfterAgent", "session_id": "doctor"}, "idle"),
+    "qwen": ({"hook_event_name": "Stop", "session_id": "doctor"}, "idle"),
     "codex": (
         {"type": "agent-turn-complete", "thread-id": "doctor", "input-messages": [PROBE_PROMPT]},
         "idle",
@@ -40,6 +41,8 @@ SIGNALS = {
     "aider": "screen rules",
     "acp": "the ACP session (orchestrate is its client: acp-run)",
     "gemini-acp": "the ACP session (orchestrate is its client: acp-run)",
+    "qwen": "hooks (per-job QWEN_HOME layer), screen rules",
+    "qwen-acp": "the ACP session (orchestrate is its client: acp-run)",
 }
 
 
@@ -64,6 +67,8 @@ INSTALL_HINTS = {
     "aider": "pipx install aider-chat (Python < 3.13)",
     "acp": "any ACP agent: submit --agent acp --agent-cmd 'AGENT --acp'",
     "gemini-acp": "npm install -g @google/gemini-cli",
+    "qwen": "npm install -g @qwen-code/qwen-code",
+    "qwen-acp": "npm install -g @qwen-code/qwen-code",
 }
 
 
@@ -140,9 +145,9 @@ def checks() -> list[Check]:
 
 def approvals_of(kind: str, path: str | None) -> str:
     """How `submit --approvals control-room` answers this agent."""
-    if kind == "claude":
+    if kind in ("claude", "qwen"):
         return "control-room: permission hook"
-    if kind in ("acp", "gemini-acp"):
+    if kind in ("acp", "gemini-acp", "qwen-acp"):
         return "always by decision: session/request_permission"
     if kind != "codex":
         return "keys only"

@@ -214,3 +214,39 @@ def aider(executable: str, root: Path, workdir: Path, base_url: str) -> AgentRun
         "--input-history-file", str(config / "input.history"),
     ]  # fmt: skip
     return AgentRun("aider", argv, env, config, prompt_flag=None)
+
+
+QWEN_OFFLINE_SETTINGS: dict[str, Any] = {
+    "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+    "general": {"enableAutoUpdate": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "ui": {"hideTips": True},
+    # its bundled rg comes without its executable bit from npm: a warning box otherwise
+    "tools": {"useRipgrep": False},
+    # background subagents that call the model after a turn (memory extraction, skills)
+    "memory": {
+        "enableManagedAutoMemory": False,
+        "enableManagedAutoDream": False,
+        "enableAutoSkill": False,
+    },
+}
+
+
+def qwen(executable: str, root: Path, workdir: Path, base_url: str) -> AgentRun:
+    """Qwen Code: QWEN_HOME (its config dir itself) with OpenAI auth chosen and no update
+    checks; the scripted server as an OpenAI-compatible endpoint through OPENAI_* vars.
+    ``--approval-mode default``: 0.24.4 starts in auto mode, whose classifier (a model
+    call) answers dialogs on its own, so no dialog would come otherwise."""
+    home = root / "qwen-home"
+    write_json(home / "settings.json", QWEN_OFFLINE_SETTINGS)
+    env = base_env(
+        root / "home",
+        {
+            "QWEN_HOME": str(home),
+            "OPENAI_API_KEY": FAKE_KEY,
+            "OPENAI_BASE_URL": f"{base_url}/v1",
+            "OPENAI_MODEL": FAKE_MODEL,
+        },
+    )
+    argv = [executable, "--approval-mode", "default"]
+    return AgentRun("qwen", argv, env, home, prompt_flag=["-i"])

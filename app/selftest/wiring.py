@@ -12,6 +12,7 @@ from app.selftest.models.anthropic import AnthropicMessages
 from app.selftest.models.gemini import GeminiApi
 from app.selftest.models.openai_chat import OpenAIChat
 from app.selftest.models.openai_responses import OpenAIResponses
+from app.selftest.models.openai_tools import OpenAIChatTools
 from app.selftest.models.server import WireApi
 from app.selftest.offline import AgentRun
 
@@ -46,5 +47,6 @@ WIRINGS: dict[str, Wiring] = {
     "codex": Wiring(OpenAIResponses, _codex),
     "gemini": Wiring(GeminiApi, _gemini),
     "aider": Wiring(OpenAIChat, offline.aider),
+    "qwen": Wiring(OpenAIChatTools, offline.qwen),
 }
 """The agent kinds a self-test can drive (the built-in ones with a real CLI)."""

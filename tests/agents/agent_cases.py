@@ -12,6 +12,7 @@ from app.selftest.models.anthropic import AnthropicMessages
 from app.selftest.models.gemini import GeminiApi
 from app.selftest.models.openai_chat import OpenAIChat
 from app.selftest.models.openai_responses import OpenAIResponses
+from app.selftest.models.openai_tools import OpenAIChatTools
 from app.selftest.models.server import WireApi
 from tests.agents import sandbox
 from tests.agents.sandbox import AgentRun
@@ -31,6 +32,10 @@ def _codex_idle(screen: str) -> bool:
 
 
 def _gemini_idle(screen: str) -> bool:
+    return "Type your message" in screen and "esc to cancel" not in screen
+
+
+def _qwen_idle(screen: str) -> bool:
     return "Type your message" in screen and "esc to cancel" not in screen
 
 
@@ -130,5 +135,15 @@ AGENTS: dict[str, AgentCase] = {
         idle=_aider_idle,
         needs_git_repo=True,
         dialog_stays_on_screen=True,
+    ),
+    "qwen": AgentCase(
+        name="qwen",
+        api=OpenAIChatTools,
+        sandbox=sandbox.qwen,
+        dialog="Allow execution of: 'touch'?",
+        yes=("1",),
+        no=("Escape",),
+        always=("2",),
+        idle=_qwen_idle,
     ),
 }

@@ -22,6 +22,7 @@ PINNED = {
     "codex": "@openai/codex@0.169.0",
     "gemini": "@google/gemini-cli@0.61.0",
     "aider": "aider-chat@0.86.2",
+    "qwen": "@qwen-code/qwen-code@0.24.4",
 }
 """Each agent's package at the version scripts/setup-agents installs (keep the two in step)."""
 

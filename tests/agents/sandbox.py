@@ -48,3 +48,8 @@ def gemini(
 def aider(root: Path, workdir: Path, base_url: str) -> AgentRun:
     """Aider offline, against an OpenAI-compatible fake model."""
     return offline.aider(str(cli_path("aider")), root, workdir, base_url)
+
+
+def qwen(root: Path, workdir: Path, base_url: str) -> AgentRun:
+    """Qwen Code offline, against an OpenAI-compatible fake model with function calling."""
+    return offline.qwen(str(cli_path("qwen")), root, workdir, base_url)

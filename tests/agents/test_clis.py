@@ -20,7 +20,7 @@ def test_missing_names_every_agent_not_linked(
 
     reasons = clis.missing()
 
-    assert sorted(reasons) == ["aider", "claude", "codex", "gemini"]
+    assert sorted(reasons) == ["aider", "claude", "codex", "gemini", "qwen"]
     assert "@openai/codex@0.169.0" in reasons["codex"]
     assert "is not @anthropic-ai/claude-code@2.1.197" in reasons["claude"]
 
@@ -54,5 +54,5 @@ def test_the_latest_set_takes_whatever_version_is_linked(
 
     assert clis.cli_path("claude") == tmp_path / "claude"
     reasons = clis.missing()
-    assert sorted(reasons) == ["aider", "codex", "gemini"]
+    assert sorted(reasons) == ["aider", "codex", "gemini", "qwen"]
     assert "scripts/setup-agents --latest" in reasons["codex"]

@@ -18,7 +18,16 @@ def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None
     result = cli("doctor", "--json", env={"PATH": path})
     assert result.returncode == 0, result.stderr
     rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
-    assert set(rows) == {"claude", "codex", "gemini", "aider", "acp", "gemini-acp"}
+    assert set(rows) == {
+        "claude",
+        "codex",
+        "gemini",
+        "aider",
+        "acp",
+        "gemini-acp",
+        "qwen",
+        "qwen-acp",
+    }
     assert rows["acp"]["version"] == "any ACP agent"
     assert rows["gemini-acp"]["approvals"] == "always by decision: session/request_permission"
     assert rows["claude"]["version"] == "2.1.197 (Claude Code)"
@@ -26,6 +35,8 @@ def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None
     assert rows["claude"]["hooks"].startswith("ok (")
     assert rows["gemini"]["hooks"].startswith("ok (")
     assert rows["codex"]["hooks"].startswith("ok (")  # its notify program
+    assert rows["qwen"]["hooks"].startswith("ok (")
+    assert rows["qwen"]["approvals"] == "control-room: permission hook"
     assert rows["claude"]["approvals"] == "control-room: permission hook"
     assert rows["codex"]["approvals"] == "keys only (not installed)"
     human = cli("doctor", env={"PATH": path})
