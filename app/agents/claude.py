@@ -92,7 +92,14 @@ class Claude(AgentAdapter):
             Activity.WAITING,
             r"^\s*(?P<question>Auto mode can't check actions in this session)\s*$",
         ),
-        # 2.1.332, in manual mode, after a "no": an offer to make auto mode the default
+        # 2.1.332, in manual mode, after a turn and after a "no": an offer to make auto
+        # mode the default. A question for the person (`waiting`), not a note on `idle`:
+        # measured, it stays until answered (120 s and more), a pasted prompt does not
+        # reach the agent while it shows (`send` would be lost), and its option selected
+        # first is "Yes", which changes the person's own default for every session. No
+        # hook reports it: it takes the place of the question an answer ended
+        # (app/approvals/answer.py). Once answered (no, or Esc) Claude records it seen
+        # in the person's config and does not ask again: one question per person.
         ScreenRule(
             "claude.auto_mode_offer",
             Activity.WAITING,
