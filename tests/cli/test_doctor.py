@@ -68,6 +68,6 @@ def test_doctor_warns_once_for_a_version_outside_the_tested_ones(cli, tmp_path: 
         assert len(warnings) == 1, result.stderr
         assert warnings[0].startswith("orchestrate: warning: claude 9.9.9 is not a version")
     rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
-    assert rows["claude"]["tested"] == "2.1.197"
+    assert rows["claude"]["tested"] == "2.1.197 to 2.1.332"
     assert rows["claude"]["warning"] == warnings[0]
     assert rows["gemini"]["warning"] is None
