@@ -29,7 +29,7 @@ def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None
     assert rows["claude"]["approvals"] == "control-room: permission hook"
     assert rows["codex"]["approvals"] == "keys only (not installed)"
     human = cli("doctor", env={"PATH": path})
-    assert "claude   2.1.197 (Claude Code) (tested 2.1.197)" in human.stdout
+    assert "claude   2.1.197 (Claude Code) (tested 2.1.197 to 2.1.332)" in human.stdout
 
 
 def test_doctor_says_whether_codex_can_take_structured_approvals(cli, tmp_path: Path) -> None:
