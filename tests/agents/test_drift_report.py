@@ -129,3 +129,14 @@ def test_the_report_never_fails(tmp_path: Path, capsys) -> None:  # type: ignore
     out = capsys.readouterr().out
     assert "tests.agents.test_cli_harness::test_yes_runs_the_command[claude]" in out
     assert "self-test claude (@anthropic-ai/claude-code@2.1.332): answer no broke" in out
+
+
+def test_a_test_of_one_agents_module_is_that_agents(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.agents.test_claude_latest" '
+        'name="test_the_bash_dialog_is_answered[yes]"><failure message="NotWaiting"/>'
+        "</testcase></testsuite></testsuites>"
+    )
+    lines = drift_report.report(junit, linked_bin(tmp_path))
+    assert lines[-1].startswith("drift:   claude (@anthropic-ai/claude-code@2.1.332): ")
