@@ -40,6 +40,12 @@ ACP: Final = "acp:"
 STRUCTURED_SOURCES: Final = ("hook:", APP_SERVER, ACP)
 """Sources that report from inside the agent (its hooks, Codex's app-server, an ACP
 session); its status sequence and screen are weaker (see Observation.defers_to)."""
+AFTER_ANSWER: Final = "control-room:"
+"""The source prefix of what an answer saw as it went in: the dialog it answered replaced
+on screen by another question (app/approvals). That question is newer than the
+structured wait the answer ended, so it never defers to it: without this a hook's
+answered wait outranked the question after it (Claude Code 2.1.332's offer to make auto
+mode the default, which no hook reports) until that too was answered."""
 MAX_TEXT: Final = 500
 """Longest question, tool or command kept (the screen or hook may hold much more)."""
 _ABOUT: Final = ("question", "tool", "command", "blocked_by")
@@ -196,7 +202,7 @@ class Observation:
             if self.activity == Activity.PAUSED:
                 return True
             return not ours and self.activity not in PAUSE_ENDS
-        if current is None or self.source.startswith(STRUCTURED_SOURCES):
+        if current is None or self.source.startswith((*STRUCTURED_SOURCES, AFTER_ANSWER)):
             return False
         if self.source.startswith("osc:") and current.activity == self.activity:
             # A status sequence only ever says the state: Codex repeats `blocked` as it

@@ -13,6 +13,7 @@ from typing import Any, Final
 from bus.text import find_hidden
 from registry.errors import InvalidJobInput
 from registry.vocabulary import Activity, EventType, JobStatus
+from registry.waiting_count import stuck
 
 RECORD_SCHEMA_VERSION: Final = 1
 DEFAULT_TIMEOUT_SEC: Final = 3600
@@ -162,11 +163,10 @@ class Job:
 
     @property
     def needs_person(self) -> bool:
-        """True while a person must act: it waits (`waiting`), its agent stopped at a
-        block (auto mode refused a command: nothing to answer, but it is stuck), or
-        orchestrate paused it (its budget: `job resume` goes on)."""
-        stopped = self.activity in (Activity.BLOCKED, Activity.PAUSED)
-        return self.waiting or (self.status == JobStatus.RUNNING and stopped)
+        """True while a person must act: it waits (`waiting`), or it is stuck: its agent
+        stopped at a block (auto mode refused a command: nothing to answer), or shows a
+        screen nothing explains (`unknown`) (registry/waiting_count.py STUCK)."""
+        return self.waiting or stuck(self.status, self.activity)
 
 
 def job_from_row(row: sqlite3.Row) -> Job:

@@ -18,12 +18,24 @@ WAITING_WHERE: Final = (
 """SQL for `Job.waiting`: the agent's dialog is up, or (no activity observed yet)
 its last published event asked for permission. tests/registry/test_needs_you.py
 holds the two to the same answer."""
+STUCK: Final = (Activity.BLOCKED, Activity.UNKNOWN, Activity.PAUSED)
+"""Activities at which a person must look though nothing asks: orchestrate paused it
+(its budget: `job resume` goes on), the agent stopped at a block, or its screen is one
+no rule explains (``unknown``, which the observer calls only once the screen held
+unexplained for UNKNOWN_AFTER_SEC with no other signal: most likely a dialog of a new
+version, which nobody else will answer)."""
 NEEDS_YOU_WHERE: Final = (
-    f"({WAITING_WHERE}) OR (status = '{JobStatus.RUNNING}' AND "
-    f"activity IN ('{Activity.BLOCKED}', '{Activity.PAUSED}'))"
+    f"({WAITING_WHERE}) OR (status = '{JobStatus.RUNNING}' AND activity IN "
+    f"({', '.join(repr(str(activity)) for activity in STUCK)}))"
 )
-"""SQL for `Job.needs_person`: waiting, or its agent stopped at a block (nothing to answer,
-but a person must look): what the needs-you count counts."""
+"""SQL for `Job.needs_person`: waiting, or stuck (nothing to answer, but a person must
+look): what the needs-you count counts."""
+
+
+def stuck(status: str, activity: str | None) -> bool:
+    """Whether a job is STUCK (running, at one of those activities): the one test of it,
+    for the registry's jobs and the control room's rows alike."""
+    return status == JobStatus.RUNNING and activity in STUCK
 
 
 def read_waiting_count(conn: sqlite3.Connection) -> int:

@@ -67,7 +67,9 @@ class Claude(AgentAdapter):
     # 2.1.332's Bash dialog offers "Yes, and switch to auto mode": a second yes that also
     # hands the session's later prompts to auto mode, which orchestrate never chooses.
     answer_words = MappingProxyType({"switch to auto mode": None})
-    tested_versions = TestedVersions("2.1.197", "2.1.197")
+    # 2.1.332: the trust and Bash dialogs by meaning, auto mode's blocks, its offer;
+    # `doctor --self-test` passes, and so do the real-CLI tests at the newest set
+    tested_versions = TestedVersions("2.1.197", "2.1.332")
     screen_rules = (
         ScreenRule(
             "claude.trust",
@@ -92,7 +94,14 @@ class Claude(AgentAdapter):
             Activity.WAITING,
             r"^\s*(?P<question>Auto mode can't check actions in this session)\s*$",
         ),
-        # 2.1.332, in manual mode, after a "no": an offer to make auto mode the default
+        # 2.1.332, in manual mode, after a turn and after a "no": an offer to make auto
+        # mode the default. A question for the person (`waiting`), not a note on `idle`:
+        # measured, it stays until answered (120 s and more), a pasted prompt does not
+        # reach the agent while it shows (`send` would be lost), and its option selected
+        # first is "Yes", which changes the person's own default for every session. No
+        # hook reports it: it takes the place of the question an answer ended
+        # (app/approvals/answer.py). Once answered no, Claude records it seen in the
+        # person's config (hasSeenAutoDefaultNudge) and does not ask again.
         ScreenRule(
             "claude.auto_mode_offer",
             Activity.WAITING,

@@ -24,10 +24,11 @@ from app.approvals.question import Channel, Question
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import AnswerNotReceived
-from registry.activity import Observation
+from registry.activity import AFTER_ANSWER, Observation
 from registry.errors import RegistryError
 from registry.jobs import Registry
-from registry.vocabulary import Answer, EventType
+from registry.records import Job
+from registry.vocabulary import Activity, Answer, EventType
 
 if TYPE_CHECKING:
     from app.control.launch import LaunchRecord
@@ -91,7 +92,13 @@ def answer_question(
     job = question.job
     if question.channel is Channel.KEYS:
         how, screen_moved_on = keys.type_answer(
-            orch, question, reply, lambda: registry.get(job_id), grace_sec, shows
+            orch,
+            question,
+            reply,
+            lambda: registry.get(job_id),
+            grace_sec,
+            shows,
+            lambda seen: _next_question(registry, job, seen),
         )
     else:
         decision.decide(registry.bus, job_id, reply, by=by)
@@ -111,6 +118,24 @@ def answer_question(
         )
     _record_input(registry, job_id, reply, by, how, noted)
     return Answered(job_id, reply, how, confirmed.recorded, confirmed.now)
+
+
+def _next_question(registry: Registry, answered: Job, seen: Observation) -> None:
+    """The question that took the answered dialog's place, recorded as the job's wait:
+    the answer ended the wait it answered, and a question no hook reports (Claude Code
+    2.1.332's offer to make auto mode the default) would otherwise stay behind that
+    hook's stale wait. Not when something newer already spoke for the job."""
+    with contextlib.suppress(RegistryError):
+        now = registry.get(answered.job_id)
+        moved = (now.activity, now.activity_source, now.activity_at_ms)
+        if moved != (answered.activity, answered.activity_source, answered.activity_at_ms):
+            return
+        rule = seen.source.removeprefix("screen:")
+        source = f"{AFTER_ANSWER}{answered.agent}:after the answer, screen rule {rule}"
+        registry.observe(
+            answered.job_id,
+            Observation(Activity.WAITING, source, seen.question, seen.tool, seen.command),
+        )
 
 
 def _never() -> bool:

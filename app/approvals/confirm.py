@@ -2,10 +2,11 @@
 
 The registry's word counts: the job no longer waits on that question (its
 activity changed, or it ended). For keys, the dialog leaving the screen is
-also proof they went in, which `orchestrate answer` accepts at once (nothing
-may be recording the agent's activity then); the control room waits on for the
-registry's word, within the same deadline, because it shows what the agent
-does next.
+also proof they went in, which `orchestrate answer` accepts after NEXT_MOVE_SEC
+(nothing may be recording the agent's activity then); the control room waits on for
+the registry's word, within the same deadline, because it shows what the agent
+does next. The screen is read on all the while: the check may record a question
+that replaced the answered one (keys.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ CONFIRM_SEC = 5.0
 RECORD_SEC = 6.0
 """The control room, after that: how long the registry has to show the agent moving
 on (the supervisor or the control room's reconcile records it within a pass or two)."""
+NEXT_MOVE_SEC = 1.0
+"""`orchestrate answer`, once the dialog left the screen: how long it still looks for the
+agent's next move, the registry's word or a question drawn in the answered one's place
+(Claude Code 2.1.332 draws its offer to make auto mode the default a moment after a
+"no", and no hook reports that). An answer the registry confirms returns at once."""
 
 
 class JobReader(Protocol):
@@ -69,12 +75,15 @@ def confirm(
     activity ``since_ms``. The screen moving on ends the wait unless
     ``until_recorded``; then only the registry's word does."""
     deadline = time.monotonic() + timeout
-    delivered = False
+    delivered_at: float | None = None
     while True:
         job = registry.get(job_id)
         if moved_on(job, since_ms):
             return Confirmation(True, True, state_of(job))
-        delivered = delivered or screen_moved_on()
-        if (delivered and not until_recorded) or time.monotonic() >= deadline:
-            return Confirmation(False, delivered, state_of(job))
+        now = time.monotonic()
+        if screen_moved_on() and delivered_at is None:  # read every time: it may see the
+            delivered_at = now  # question that takes the answered one's place, later
+        settled = delivered_at is not None and now - delivered_at >= NEXT_MOVE_SEC
+        if (settled and not until_recorded) or now >= deadline:
+            return Confirmation(False, delivered_at is not None, state_of(job))
         time.sleep(POLL_SEC)

@@ -40,6 +40,13 @@ RESEND_AFTER_SEC = 1.5
 5-10): an answer whose dialog is still there, unchanged, after this is sent once more."""
 SCREEN_LINES = 40
 
+Replaced = Callable[[Observation], None]
+"""Told once when the dialog answered is replaced on screen by another question."""
+
+
+def _unheard(_seen: Observation) -> None:
+    """Nobody to tell that the dialog was replaced."""
+
 
 class Panes(Protocol):
     """What typing needs of the orchestrator."""
@@ -72,13 +79,15 @@ def type_answer(
     reread: Callable[[], Job],
     grace_sec: float = DIALOG_GRACE_SEC,
     shows: Callable[[Observation], bool] | None = None,
+    replaced: Replaced = _unheard,
 ) -> tuple[str, Callable[[], bool]]:
     """Type ``reply``'s keys into the job's dialog once it is on screen (again, once,
     if the dialog ignored them). Returns how ("keys y Enter") and a check that the
     dialog has left the screen, for the confirmation. ``reread``: the job as the
     registry has it now. ``shows``: whether the dialog read from the screen is the
     very question answered (the approval policy's: same tool and command); a dialog
-    that is not counts as no dialog."""
+    that is not counts as no dialog. ``replaced``: told the screen's question when
+    another one took the answered dialog's place (a selection list's)."""
     job = question.job
     keys = question.adapter.keys.answer(reply)
     pane_id = panes.pane_for_job(job.job_id)
@@ -99,7 +108,7 @@ def type_answer(
         time.sleep(POLL_SEC)
     time.sleep(SETTLE_SEC)
     if question.adapter.selection_list:
-        return _by_meaning(panes, question, reply, pane_id, reread, rules)
+        return _by_meaning(panes, question, reply, pane_id, reread, rules, replaced)
     panes.driver.send_key_names(pane_id, keys)
     resend_at = time.monotonic() + RESEND_AFTER_SEC
     while dialog_shown() and reread().activity_at_ms == job.activity_at_ms:
@@ -117,12 +126,15 @@ def _by_meaning(
     pane_id: str,
     reread: Callable[[], Job],
     rules: Sequence[ScreenRule],
+    replaced: Replaced = _unheard,
 ) -> tuple[str, Callable[[], bool]]:
     """The option meaning ``reply`` chosen (selection.py); its Enter sent once more if
     the same list still shows with the marker on it after RESEND_AFTER_SEC (a key
     Codex dropped): the same option of the same list, so the same answer. Confirmed
     when the dialog answered has left: no question on screen, or another one (Claude
-    Code 2.1.332 follows a "no" with an offer to make auto mode the default)."""
+    Code 2.1.332 follows a "no" with an offer to make auto mode the default), which
+    ``replaced`` is told of once (another rule's question: the same rule's next
+    dialog comes with its own signal)."""
     job = question.job
 
     def read() -> Sequence[str]:
@@ -130,8 +142,13 @@ def _by_meaning(
 
     asked = match_screen(job.agent, rules, read())
 
+    told: list[Observation] = []
+
     def moved_on() -> bool:
         now = match_screen(job.agent, rules, read())
+        if now is not None and asked is not None and now.source != asked.source and not told:
+            told.append(now)
+            replaced(now)
         return now is None or now != asked
 
     moved = output_counter(panes.pane_log(job.job_id))

@@ -241,4 +241,7 @@ def run_self_test(agents: tuple[str, ...], as_json: bool) -> None:
         warning = untested_warning(kind, tested, version)
         if warning:
             click.echo(warning, err=True)
-    run_self_tests(chosen, versions, as_json)
+    rules = user_rules()  # the user's fixes are tested too; a broken file is said once
+    if rules.problem:
+        click.echo(f"orchestrate: warning: {rules.describe()}", err=True)
+    run_self_tests(chosen, versions, as_json, rules.path if rules.rules else None)

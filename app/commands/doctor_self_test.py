@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -56,16 +57,18 @@ def installed(kind: str) -> str | None:
     return shutil.which(adapter.executable) if adapter is not None else None
 
 
-def run_self_tests(agents: dict[str, str], versions: dict[str, str], as_json: bool) -> None:
+def run_self_tests(
+    agents: dict[str, str], versions: dict[str, str], as_json: bool, rules: Path | None = None
+) -> None:
     """Self-test each agent in turn, print its verdict as it comes, and exit 1 naming
-    every signal that broke."""
+    every signal that broke. ``rules``: the user's screen rules file, tested too."""
     from app.selftest.run import self_test
 
     results: list[SelfTest] = []
     for kind, path in agents.items():
         if not as_json:
             click.echo(shown(f"self-testing {kind} {versions[kind]} ({path}) offline ..."))
-        result = self_test(kind, path)
+        result = self_test(kind, path, rules=rules)
         results.append(result)
         if as_json:
             click.echo(dumps(as_record(result, versions[kind])))

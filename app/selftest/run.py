@@ -23,10 +23,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from app.agents import adapter_for
 from app.agents.base import AgentAdapter
 from app.agents.screen import match_screen
+from app.agents.user_rules import RULES_NAME
 from app.control import Orchestrator
 from app.selftest import offline
 from app.selftest.models.script import Reply, RunShell, Script
@@ -35,6 +37,7 @@ from app.selftest.offline import AgentRun
 from app.selftest.result import SelfTest, Signal
 from app.selftest.wiring import WIRINGS
 from app.settings import Settings
+from app.supervision.observer import SCREEN_CONFIRM_SEC
 from app.supervision.supervisor import SWITCH_ENV
 from app.tmux.errors import TmuxError
 from registry.activity import ActivityChange, Observation
@@ -53,6 +56,11 @@ NO_FILE = "selftest-no.txt"
 YES_COMMAND = f"touch {YES_FILE}"
 NO_COMMAND = f"touch {NO_FILE}"
 LABEL = "selftest"
+AFTER_TURN_QUESTIONS = 2
+"""How many questions after a turn the self-test declines before it calls the agent stuck."""
+IDLE_SETTLE_SEC = SCREEN_CONFIRM_SEC + 1.0
+"""How long an idle must last before the turn counts as over: a question drawn after
+the Stop hook is recorded by the screen once it has held SCREEN_CONFIRM_SEC."""
 ENDED = frozenset({JobStatus.ERROR, JobStatus.CANCELLED})
 """A job that ended so will not go on: no step waits out its deadline for it."""
 
@@ -72,9 +80,13 @@ StartJob = Callable[[str, str], tuple[Job, AgentRun]]
 """(task, the command its model asks for) -> the job started, and how its agent runs."""
 
 
-def self_test(kind: str, executable: str, *, step_sec: float = STEP_SEC) -> SelfTest:
+def self_test(
+    kind: str, executable: str, *, step_sec: float = STEP_SEC, rules: Path | None = None
+) -> SelfTest:
     """Run the self-test of agent ``kind`` at ``executable``; never raises for what the
-    agent does (that is the verdict), only for a kind with no wiring (KeyError)."""
+    agent does (that is the verdict), only for a kind with no wiring (KeyError).
+    ``rules``: the user's screen rules file, in force in the throwaway state dir too, so
+    that a fix a person wrote for a changed screen is what gets tested."""
     wiring = WIRINGS[kind]
     result = SelfTest(kind, executable)
     started = time.monotonic()
@@ -86,6 +98,7 @@ def self_test(kind: str, executable: str, *, step_sec: float = STEP_SEC) -> Self
         git_env = offline.base_env(root / "git-home")
         subprocess.run(["git", "init", "-q", str(workdir)], env=git_env, check=True)
         tmux_socket = f"orchestrate-selftest-{uuid.uuid4().hex[:10]}"
+        copied = throwaway_state(root / "state", rules)
         orch = Orchestrator(Settings(state_dir=root / "state"), tmux_socket=tmux_socket)
         stack.callback(_tear_down, orch)
 
@@ -98,8 +111,22 @@ def self_test(kind: str, executable: str, *, step_sec: float = STEP_SEC) -> Self
             return job, run
 
         _Drive(orch, start, workdir, result, step_sec).run()
+    if copied is not None:
+        screen = result.checks[Signal.SCREEN_RULES]
+        screen.detail = f"{screen.detail}; with your rules file {copied}"
     result.seconds = time.monotonic() - started
     return result
+
+
+def throwaway_state(state_dir: Path, rules: Path | None) -> Path | None:
+    """Make the self-test's state dir, with a copy of the user's screen rules file
+    (``rules``) when there is one; returns the file copied (None: built-in rules only).
+    Read and written as bytes: the copy is parsed where the user's is (adapter_for)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if rules is None or not rules.is_file():
+        return None
+    (state_dir / RULES_NAME).write_bytes(rules.read_bytes())
+    return rules
 
 
 @contextlib.contextmanager
@@ -181,8 +208,9 @@ class _Drive:
         answered = self.answer(Signal.ANSWER_YES, Answer.YES)
         if not self.eventually(lambda: (self.workdir / YES_FILE).exists()):
             self.stop(Signal.ANSWER_YES, f"answered ({answered}) but `{YES_COMMAND}` never ran")
-        self.result.passed(Signal.ANSWER_YES, f"{answered}; {YES_FILE} created")
-        self.wait_for_idle()
+        after = self.wait_for_idle(YES_COMMAND)
+        detail = "; ".join(part for part in (answered, f"{YES_FILE} created", after) if part)
+        self.result.passed(Signal.ANSWER_YES, detail)
         self.check_activity()
 
     def second_dialog(self) -> None:
@@ -191,12 +219,13 @@ class _Drive:
         self.begin(f"create {NO_FILE}", NO_COMMAND)
         self.wait_for_dialog(NO_COMMAND)
         answered = self.answer(Signal.ANSWER_NO, Answer.NO)
-        if not self.supervise(lambda job: not job.waiting):
+        if not self.supervise(lambda job: not (job.waiting and NO_COMMAND in _command_of(job))):
             self.stop(Signal.ANSWER_NO, f"answered ({answered}) but the job still waits")
-        self.wait_for_idle()
+        after = self.wait_for_idle(NO_COMMAND)
         if (self.workdir / NO_FILE).exists():
             self.stop(Signal.ANSWER_NO, f"answered ({answered}) but `{NO_COMMAND}` ran")
-        self.result.passed(Signal.ANSWER_NO, f"{answered}; nothing ran")
+        detail = "; ".join(part for part in (answered, "nothing ran", after) if part)
+        self.result.passed(Signal.ANSWER_NO, detail)
 
     def begin(self, task: str, command: str) -> None:
         """Submit a job whose model asks for ``command``; history is now this job's."""
@@ -220,13 +249,43 @@ class _Drive:
             )
         self.check_screen(Activity.WAITING, command)
 
-    def wait_for_idle(self) -> None:
-        idle = self.supervise(
-            lambda job: job.activity == Activity.IDLE and self.orch.registry.has_worked(job.job_id)
-        )
-        if idle is None:
-            self.stop(Signal.ACTIVITY, f"never idle after the turn (seen: {self.sequence()})")
-        self.check_screen(Activity.IDLE, "")
+    def wait_for_idle(self, command: str) -> str:
+        """The agent idle after its turn; a question it asks once the turn is over, about
+        itself rather than the task (Claude Code 2.1.332's offer to make auto mode the
+        default), declined first: it covers the prompt until it is answered. The config
+        is throwaway, so the answer changes nothing of the user's. Returns what was
+        declined ("" for nothing)."""
+        declined: list[str] = []
+        answered: set[int | None] = set()  # the waits declined (their activity_at_ms)
+        for _ in range(AFTER_TURN_QUESTIONS + 1):
+            settled = self.supervise(lambda job: self._settled(job, command, answered))
+            if settled is None:
+                self.stop(Signal.ACTIVITY, f"never idle after the turn (seen: {self.sequence()})")
+            if settled.activity == Activity.IDLE:
+                self.check_screen(Activity.IDLE, "")
+                return "; ".join(declined)
+            question = str((settled.activity_data or {}).get("question") or "a question")
+            how = self.answer(Signal.ACTIVITY, Answer.NO)
+            answered.add(settled.activity_at_ms)
+            declined.append(f"declined {question!r} after the turn ({how})")
+        self.stop(Signal.ACTIVITY, f"still asking after the turn: {'; '.join(declined)}")
+
+    def _settled(self, job: Job, command: str, answered: set[int | None]) -> bool:
+        """Waiting on a question that is neither the command's dialog nor one declined
+        already (asked after the turn); or idle after working for IDLE_SETTLE_SEC with
+        no question on screen (the offer is drawn a moment after the Stop hook)."""
+        if job.waiting:
+            return command not in _command_of(job) and job.activity_at_ms not in answered
+        if job.activity != Activity.IDLE or not self.orch.registry.has_worked(job.job_id):
+            return False
+        if time.time() - (job.activity_at_ms or 0) / 1000 < IDLE_SETTLE_SEC:
+            return False
+        try:
+            lines = self.orch.driver.capture(self.pane_id, 60)
+        except TmuxError:
+            return True  # its pane is gone: the next check names it
+        seen = match_screen(self.kind, self.adapter.screen_rules, lines)
+        return seen is None or seen.activity != Activity.WAITING  # a question being read
 
     def answer(self, signal: Signal, reply: Answer) -> str:
         """Answer as `orchestrate answer` does; how it went in, or Stop naming why not."""
@@ -344,6 +403,6 @@ class _Drive:
             time.sleep(0.1)
         return True
 
-    def stop(self, signal: Signal, detail: str) -> None:
+    def stop(self, signal: Signal, detail: str) -> NoReturn:
         self.result.broke(signal, detail)
         raise Stop(detail)

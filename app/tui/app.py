@@ -267,7 +267,7 @@ class ControlRoomApp(PolicyActions, InboxActions):
         if not applied:
             return
         self._waiting, self.waiting_rows = waiting_after(self._waiting, delta)
-        self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.waiting_jobs)
+        self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.needs_you_jobs)
         self.polls_applied += 1
         if self.polls_applied == 1:  # once its rows are on screen
             self.call_after_refresh(freeze_startup_heap)

@@ -48,16 +48,18 @@ def terminal_title(text: str) -> str:
 
 
 def watched_row(row: JobRow) -> Watched:
-    """A jobs-table row as the signals see it."""
+    """A jobs-table row as the signals see it: one that needs a person (a question, a
+    block it stopped at, a screen nothing explains) rings, as registry.needs_you's
+    `watched` has it for the background watcher."""
     since = row.state_since or row.updated_at
     return Watched(
         job_id=row.job_id,
         status=row.status,
-        waiting=row.waiting_permission,
+        waiting=row.needs_person,
         since_ms=int(since.timestamp() * 1000),
         agent=row.agent,
         agent_session=row.agent_session,
-        question=row.question or (row.progress_detail if row.waiting_permission else ""),
+        question=row.question or (row.progress_detail if row.needs_person else ""),
         detail=dict(row.asked).get("question", "")
         if row.waiting_permission
         else row.progress_detail,
@@ -106,7 +108,7 @@ class TerminalSignals:
 
     def observe(self, rows: Iterable[JobRow], removed: Iterable[str], waiting: int) -> None:
         """A delta was drawn: ``rows`` changed, ``removed`` are gone, ``waiting`` jobs
-        wait on a person now. The first delta is the state found on opening: what
+        need a person now (JobRow.needs_person). The first delta is the state found on opening: what
         ended before is old news, but a job found waiting rings and is announced (once
         between all watchers: the notifier claims it), whenever its wait began, so it
         no longer depends on whether the wait was recorded before or after that

@@ -19,6 +19,7 @@ from bus.errors import BusError
 from registry.errors import JobNotFound as JobNotFound  # re-exported for the screens
 from registry.errors import RegistryError
 from registry.vocabulary import Activity, Answer, JobStatus, SessionStatus
+from registry.waiting_count import stuck
 from registry.wording import counted
 
 if TYPE_CHECKING:
@@ -74,6 +75,12 @@ class JobRow:
         """Whether its wait says what it would run (a tool or a command), not only that
         it waits (Codex's status sequence comes before its screen shows the command)."""
         return any(label in ("tool", "command") for label, _ in self.asked)
+
+    @property
+    def needs_person(self) -> bool:
+        """Whether a person must act: it waits for an answer, or it is stuck (stopped
+        at a block, or at a screen nothing explains): what the bell and title count."""
+        return self.waiting_permission or stuck(self.status, self.activity)
 
     @property
     def state(self) -> str:

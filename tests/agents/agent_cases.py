@@ -5,19 +5,27 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.agents.claude import Claude
+from app.approvals.dialog import read_dialog
+from app.approvals.meaning import NO_WORDS, AnswerWords, meaning_of
+from app.approvals.selection import answer_by_meaning
 from app.selftest.models.anthropic import AnthropicMessages
 from app.selftest.models.gemini import GeminiApi
 from app.selftest.models.openai_chat import OpenAIChat
 from app.selftest.models.openai_responses import OpenAIResponses
 from app.selftest.models.openai_tools import OpenAIChatTools
 from app.selftest.models.server import WireApi
+from registry.vocabulary import Answer
 from tests.agents import sandbox
 from tests.agents.sandbox import AgentRun
 from tests.agents.tmux_pane import AgentPane
 
+RESEND_SEC = 3.0
+"""How long an answered dialog may take to go before its key is sent again (1 s was
+too short for Claude Code at a load of 14 on 2 cores)."""
 AIDER_PROMPT = re.compile(r"^(\w+)?> ?$")
 """Aider's idle prompt: ``> `` or ``diff> `` (the edit format) alone on the last line."""
 
@@ -60,6 +68,38 @@ class AgentCase:
     needs_git_repo: bool = False
     dialog_stays_on_screen: bool = False
     """Aider's question stays in its scrollback once answered: no way to see the answer land."""
+    offer: str = ""
+    """A question the agent may ask once a turn is over, about itself rather than the task
+    (Claude Code 2.1.332: "Make auto mode your default permission mode?")."""
+    offer_words: AnswerWords = field(default_factory=lambda: NO_WORDS)
+    """How its offer's options are read, to decline it by meaning (the product's own path:
+    its marker moved to the "no" option and checked there before Enter). Escape was
+    not reliable: once it dismissed the offer, once it only moved the marker to No."""
+
+    def wait_until_idle(self, pane: AgentPane, timeout: float, what: str) -> str:
+        """The screen once the agent is idle at its prompt, its offer (if it made one)
+        declined first: the offer covers the prompt until it is answered."""
+
+        def idle_or_offer(screen: str) -> bool:
+            return self.idle(screen) or bool(self.offer and self.offer in screen)
+
+        screen = pane.wait_until(idle_or_offer, timeout, what)
+        if self.offer and self.offer in screen and not self.idle(screen):
+            answer_by_meaning(
+                lambda: pane.screen().splitlines(),
+                lambda names: pane.send_keys(*names),
+                Answer.NO,
+                self.offer_words,
+            )
+            try:
+                return pane.wait_until(self.idle, RESEND_SEC, f"{what}, the offer declined")
+            except AssertionError:  # an Enter right after the arrow can be dropped (as
+                pass  # keys.py's resend): sent again only with the marker on the "no"
+            dialog = read_dialog(pane.screen().splitlines())
+            assert dialog is not None and meaning_of(dialog.marked, self.offer_words) == Answer.NO
+            pane.send_keys("Enter")
+            screen = pane.wait_until(self.idle, timeout, f"{what}, the offer declined")
+        return screen
 
     def start(self, run: AgentRun, workdir: Path, task: str, raw_log: Path | None) -> AgentPane:
         """Start the agent in a private tmux pane with TASK: as one argv word, or pasted once
@@ -80,13 +120,15 @@ class AgentCase:
     def answer(self, pane: AgentPane, keys: tuple[str, ...], tries: int = 3) -> int:
         """Send an answer and confirm it landed (the dialog left the screen); send it again
         if not. Codex drops a key that comes within a few ms of its dialog's first frame
-        (1 run in 5-10 here), so the first key alone is not proof. Returns the sends used."""
+        (1 run in 5-10 here), so the first key alone is not proof; but a resend that comes
+        after a slow redraw is typed into what follows (Claude Code 2.1.332's offer, then
+        its prompt: a stray "1"), hence RESEND_SEC. Returns the sends used."""
         for attempt in range(1, tries + 1):
             pane.send_keys(*keys)
             if self.dialog_stays_on_screen:
                 return attempt
             try:
-                pane.wait_until(lambda screen: self.dialog not in screen, 1.0, "dialog gone")
+                pane.wait_until(lambda screen: self.dialog not in screen, RESEND_SEC, "dialog gone")
                 return attempt
             except AssertionError:
                 continue
@@ -103,6 +145,8 @@ AGENTS: dict[str, AgentCase] = {
         no=("Escape",),
         always=("2",),
         idle=_claude_idle,
+        offer="Make auto mode your default permission mode?",
+        offer_words=Claude.answer_words,
     ),
     "codex": AgentCase(
         name="codex",

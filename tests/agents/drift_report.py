@@ -5,11 +5,16 @@ XML file; this reads that file and says, per failure, which agent, which version
 test (the signal it checks) broke. It only reports: drift never fails CI, because an agent
 release nobody has looked at yet is news, not a regression of orchestrate.
 
-Usage: python -m tests.agents.drift_report JUNIT_XML BIN_DIR
+It also reads what `orchestrate doctor --self-test --json` said of each newest agent
+(SELF_TEST_JSONL, one object per agent): a signal that broke there (hook, screen
+rules, answer yes…) is named as such, the finest grain the report has.
+
+Usage: python -m tests.agents.drift_report JUNIT_XML BIN_DIR [SELF_TEST_JSONL]
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -17,6 +22,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+from registry.activity import clean_text
 from tests.agents.clis import PINNED
 
 PREFIX = "drift:"
@@ -71,7 +77,10 @@ def failures(junit_xml: Path) -> tuple[int, list[Failure]]:
         test = f"{case.get('classname', '')}::{case.get('name', '')}"
         first_line = (problem.get("message") or problem.text or "").strip().splitlines()
         message = first_line[0][:160] if first_line else "failed"
-        failed.append(Failure(test, agent_of(case.get("name", "")), message))
+        agent = agent_of(case.get("name", ""))
+        if agent == "?":  # a module of one agent's tests (test_claude_latest)
+            agent = agent_of(case.get("classname", ""))
+        failed.append(Failure(test, agent, message))
     return ran, failed
 
 
@@ -106,12 +115,43 @@ def report(junit_xml: Path, bin_dir: Path) -> list[str]:
     return lines
 
 
+def self_test_lines(self_test: Path, bin_dir: Path) -> list[str]:
+    """The self-test's verdict per newest agent: each signal that broke, named, with what
+    was seen (agent text: made one plain line), or that every signal works."""
+    if not self_test.is_file():
+        return [f"{PREFIX} self-test: no results ({self_test} missing: it did not run)"]
+    versions = installed(bin_dir)
+    lines: list[str] = []
+    for raw in self_test.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("signals"), dict):
+            continue
+        agent = clean_text(record.get("agent"), 20) or "?"
+        version = versions.get(agent) or clean_text(record.get("version"), 60) or "?"
+        broken = [
+            (clean_text(name, 40), clean_text(check.get("detail"), 160))
+            for name, check in record["signals"].items()
+            if isinstance(check, dict) and check.get("ok") is False
+        ]
+        if not broken:
+            lines.append(f"{PREFIX} self-test {agent} ({version}): every signal works")
+        for name, detail in broken:
+            lines.append(f"{PREFIX}   self-test {agent} ({version}): {name} broke: {detail}")
+    return lines or [f"{PREFIX} self-test: no agent's verdict in {self_test}"]
+
+
 def main(argv: list[str]) -> int:
     """Print the report; exit 0 whatever it says (drift is reported, not failed)."""
-    if len(argv) != 2:
+    if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
-    for line in report(Path(argv[0]), Path(argv[1])):
+    lines = report(Path(argv[0]), Path(argv[1]))
+    if len(argv) == 3:
+        lines += self_test_lines(Path(argv[2]), Path(argv[1]))
+    for line in lines:
         print(line)
     return 0
 

@@ -139,18 +139,12 @@ def test_the_bash_dialog_is_answered_when_the_user_asks_for_dialogs(
             supervise_until(orch, job.job_id, lambda j: j.activity == Activity.IDLE, "idle again")
     else:
         # 2.1.332 may follow a "no" with an offer to make auto mode the default: a
-        # question of its own (the job keeps the hook's, which outranks the screen's),
-        # declined by meaning ("No, keep manual mode")
-        pane = orch.pane_for_job(job.job_id)
-        assert pane is not None
-
-        def offered_or_gone(j: Job) -> bool:
-            return not j.waiting or OFFER in "\n".join(orch.driver.capture(pane, 40))
-
-        gone = supervise_until(
-            orch, job.job_id, offered_or_gone, "the question to go, or the offer"
-        )
+        # question no hook reports, which takes the answered one's place (the hook's
+        # wait no longer outranks it), declined by meaning ("No, keep manual mode")
+        gone = supervise_until(orch, job.job_id, lambda j: not asks(j), "the question to go")
         if gone.waiting:
+            assert (gone.activity_data or {}).get("question") == OFFER, gone.activity_data
+            assert (gone.activity_source or "").startswith("control-room:claude:after the")
             assert orch.answer(job.job_id, Answer.NO).how.endswith("(No, keep manual mode)")
             gone = supervise_until(orch, job.job_id, lambda j: not j.waiting, "the offer to go")
         assert gone.status == JobStatus.RUNNING and not (work / "done.txt").exists()

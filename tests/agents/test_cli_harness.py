@@ -43,7 +43,7 @@ def test_yes_runs_the_command_and_the_agent_goes_idle(
         agent.answer(pane, agent.yes)
 
         poll_until((workdir / "done.txt").exists, 30, "done.txt on disk")
-        screen = pane.wait_until(agent.idle, 30, f"{agent.name} idle after yes")
+        screen = agent.wait_until_idle(pane, 30, f"{agent.name} idle after yes")
         if agent.name == "aider":  # no shell tool: the command's (empty) output is not sent
             assert len(model.requests_of("turn")) == 1
         else:
@@ -68,6 +68,6 @@ def test_no_runs_nothing_and_the_agent_goes_idle(
 
         agent.answer(pane, agent.no)
 
-        pane.wait_until(agent.idle, 30, f"{agent.name} idle after no")
+        agent.wait_until_idle(pane, 30, f"{agent.name} idle after no")
         assert not (workdir / "done.txt").exists()
         assert pane.dead_status() is None

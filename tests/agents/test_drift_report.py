@@ -82,3 +82,61 @@ def test_a_failure_at_the_pinned_version_is_not_called_drift(tmp_path: Path) -> 
     assert lines[-2].startswith(
         "drift:   codex (@openai/codex@0.169.0) [the pinned version: not drift, a flaky test]: "
     )
+
+
+SELF_TEST = "\n".join(
+    [
+        '{"agent": "claude", "version": "2.1.332 (Claude Code)", "ok": false, "signals": {'
+        '"hook": {"ok": true, "detail": "Stop"}, "title": {"ok": null, "detail": "-"}, '
+        '"screen rules": {"ok": false, "detail": "read waiting by screen:claude.auto_mode_offer'
+        ' where the screen shows idle \\u001b]0;pwned\\u0007"}, '
+        '"answer no": {"ok": false, "detail": "answered but the job still waits"}}}',
+        "orchestrate: a stray line that is not JSON",
+        '{"agent": "codex", "version": "codex-cli 0.169.0", "ok": true, "signals": '
+        '{"hook": {"ok": null, "detail": "-"}}}',
+    ]
+)
+
+
+def test_the_self_test_names_each_broken_signal(tmp_path: Path) -> None:
+    """`doctor --self-test --json` at the newest versions: one line per signal that broke,
+    agent and version first; agent text reaches CI's log as one plain line."""
+    results = tmp_path / "self-test.jsonl"
+    results.write_text(SELF_TEST, encoding="utf-8")
+
+    bin_dir = linked_bin(tmp_path)
+    lines = drift_report.self_test_lines(results, bin_dir)
+
+    assert lines == [
+        "drift:   self-test claude (@anthropic-ai/claude-code@2.1.332): screen rules broke: "
+        "read waiting by screen:claude.auto_mode_offer where the screen shows idle ]0;pwned",
+        "drift:   self-test claude (@anthropic-ai/claude-code@2.1.332): answer no broke: "
+        "answered but the job still waits",
+        "drift: self-test codex (@openai/codex@0.169.0): every signal works",
+    ]
+    assert not any("\x1b" in line or "\x07" in line for line in lines)
+    missing = drift_report.self_test_lines(tmp_path / "none.jsonl", bin_dir)
+    assert missing[0].startswith("drift: self-test: no results")
+
+
+def test_the_report_never_fails(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT)
+    results = tmp_path / "self-test.jsonl"
+    results.write_text(SELF_TEST, encoding="utf-8")
+    argv = [str(junit), str(linked_bin(tmp_path)), str(results)]
+    assert drift_report.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "tests.agents.test_cli_harness::test_yes_runs_the_command[claude]" in out
+    assert "self-test claude (@anthropic-ai/claude-code@2.1.332): answer no broke" in out
+
+
+def test_a_test_of_one_agents_module_is_that_agents(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.agents.test_claude_latest" '
+        'name="test_the_bash_dialog_is_answered[yes]"><failure message="NotWaiting"/>'
+        "</testcase></testsuite></testsuites>"
+    )
+    lines = drift_report.report(junit, linked_bin(tmp_path))
+    assert lines[-1].startswith("drift:   claude (@anthropic-ai/claude-code@2.1.332): ")

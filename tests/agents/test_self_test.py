@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from app.agents.claude import Claude
-from app.agents.screen import ScreenRule
+from app.agents.user_rules import RULES_NAME
 from app.commands.doctor import doctor
 from app.selftest.result import Signal
-from registry.vocabulary import Activity
+from app.selftest.run import throwaway_state
+from app.settings import SCREEN_RULES_ENV, Settings
 from tests.agents.clis import AGENT_BIN, PINNED, require
 from tests.plugin.tmux import tmux_socket_path
 
@@ -47,21 +47,34 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def test_a_broken_waiting_rule_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Claude's dialog rule made to never match: its hooks still say waiting, but the
-    screen rules read nothing there, and so `answer` types no key (a key is not an
-    answer); `doctor` exits 1 naming both, and leaves nothing behind."""
+BROKEN_DIALOG_RULE = """
+[[claude]]
+name = "dialog"          # claude.dialog, replaced: a pattern that never matches
+activity = "waiting"
+pattern = '(?!)'
+"""
+
+
+def test_a_rule_broken_in_the_users_rules_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's own screen rules file (<state dir>/screen-rules.toml) is in force in
+    the self-test's throwaway state dir: here it breaks Claude's dialog rule on purpose.
+    The hooks still say waiting, but the screen rules read nothing there, and so
+    `answer` types no key (a key is not an answer); `doctor` exits 1 naming both, says
+    whose rules were tested, and leaves nothing behind."""
     require("claude")
-    broken = tuple(
-        ScreenRule(rule.name, Activity.WAITING, r"(?!)") if rule.name == "claude.dialog" else rule
-        for rule in Claude.screen_rules
-    )
-    monkeypatch.setattr(Claude, "screen_rules", broken)
+    monkeypatch.delenv(SCREEN_RULES_ENV, raising=False)
+    state = tmp_path / "user-state"
+    state.mkdir()
+    (state / RULES_NAME).write_text(BROKEN_DIALOG_RULE, encoding="utf-8")
     home = isolated_home(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", f"{AGENT_BIN}{os.pathsep}{os.environ['PATH']}")
     before = selftest_sockets()
 
-    result = CliRunner().invoke(doctor, ["--self-test", "--json", "claude"])
+    result = CliRunner().invoke(
+        doctor, ["--self-test", "--json", "claude"], obj=Settings(state_dir=state)
+    )
 
     assert result.exit_code == 1, (result.output, result.stderr)
     assert result.stderr.strip().splitlines()[-1] == (
@@ -71,6 +84,7 @@ def test_a_broken_waiting_rule_is_named(tmp_path: Path, monkeypatch: pytest.Monk
     signals = record["signals"]
     assert signals["screen rules"]["ok"] is False
     assert "where the screen shows waiting" in signals["screen rules"]["detail"]
+    assert f"with your rules file {state / RULES_NAME}" in signals["screen rules"]["detail"]
     assert signals["answer yes"]["ok"] is False
     assert "shows no question; not typing into it" in signals["answer yes"]["detail"]
     assert signals["hook"]["ok"] is True, signals  # the hook did say waiting
@@ -78,6 +92,18 @@ def test_a_broken_waiting_rule_is_named(tmp_path: Path, monkeypatch: pytest.Monk
     assert signals["answer no"] == {"ok": None, "detail": "not reached"}
     assert list(home.iterdir()) == []  # a throwaway home, config and state dir
     assert selftest_sockets() == before  # its private tmux server is gone
+    assert (state / RULES_NAME).read_text(encoding="utf-8") == BROKEN_DIALOG_RULE
+    assert sorted(p.name for p in state.iterdir()) == [RULES_NAME]  # only read
+
+
+def test_the_throwaway_state_holds_a_copy_of_the_users_rules(tmp_path: Path) -> None:
+    rules = tmp_path / "mine.toml"
+    rules.write_text(BROKEN_DIALOG_RULE, encoding="utf-8")
+    assert throwaway_state(tmp_path / "a", rules) == rules
+    assert (tmp_path / "a" / RULES_NAME).read_text(encoding="utf-8") == BROKEN_DIALOG_RULE
+    assert throwaway_state(tmp_path / "b", tmp_path / "missing.toml") is None
+    assert throwaway_state(tmp_path / "c", None) is None
+    assert list((tmp_path / "c").iterdir()) == []
 
 
 @pytest.mark.slow  # the pinned matrix through the command: 2-4 min at load

@@ -13,7 +13,10 @@ from app.agents.versions import (
     parse_version,
     untested_warning,
 )
-from tests.agents.clis import PINNED, require
+from tests.agents.clis import AGENT_BIN, PINNED, require
+from tests.ci import missing_part
+
+CLAUDE_NEWEST = AGENT_BIN / "claude-2.1.332"
 
 
 @pytest.mark.parametrize(
@@ -83,3 +86,18 @@ def test_a_version_once_asked_is_remembered_until_the_program_changes(tmp_path: 
     assert asked.read_text().count("x") == 2
     cache.write_text("not json")
     assert cached_version_line(str(program), cache) == "0.62.10"
+
+
+def test_the_newest_tested_claude_is_inside_its_range() -> None:
+    """Claude Code 2.1.332 (installed beside the pinned one by scripts/setup-agents), asked
+    as submit asks it: no warning; one release later is outside the range again."""
+    newest = CLAUDE_NEWEST
+    if not newest.exists():
+        missing_part(f"Claude Code 2.1.332 ({newest}: run scripts/setup-agents)")
+    adapter = built_in("claude")
+    assert adapter is not None and adapter.tested_versions is not None
+    assert str(adapter.tested_versions) == "2.1.197 to 2.1.332"
+    warning = launch_warning("claude", "claude", adapter.tested_versions, [str(newest)])
+    assert warning is None
+    later = untested_warning("claude", adapter.tested_versions, "2.1.333 (Claude Code)")
+    assert later is not None and "(2.1.197 to 2.1.332)" in later

@@ -40,7 +40,7 @@ def test_doctor_names_versions_and_proves_the_hooks(cli, tmp_path: Path) -> None
     assert rows["claude"]["approvals"] == "control-room: permission hook"
     assert rows["codex"]["approvals"] == "keys only (not installed)"
     human = cli("doctor", env={"PATH": path})
-    assert "claude   2.1.197 (Claude Code) (tested 2.1.197)" in human.stdout
+    assert "claude   2.1.197 (Claude Code) (tested 2.1.197 to 2.1.332)" in human.stdout
 
 
 def test_doctor_says_whether_codex_can_take_structured_approvals(cli, tmp_path: Path) -> None:
@@ -79,6 +79,6 @@ def test_doctor_warns_once_for_a_version_outside_the_tested_ones(cli, tmp_path: 
         assert len(warnings) == 1, result.stderr
         assert warnings[0].startswith("orchestrate: warning: claude 9.9.9 is not a version")
     rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
-    assert rows["claude"]["tested"] == "2.1.197"
+    assert rows["claude"]["tested"] == "2.1.197 to 2.1.332"
     assert rows["claude"]["warning"] == warnings[0]
     assert rows["gemini"]["warning"] is None

@@ -103,6 +103,9 @@ class MainScreen(JobCommands):
     def __init__(self) -> None:
         super().__init__()
         self.first_delta_applied = False
+        self.needs_you_jobs = 0
+        """How many jobs need a person (JobRow.needs_person: a question, a block they
+        stopped at, a screen nothing explains): what the bell and the title count."""
         # Jobs that started waiting and are not announced yet (their command unknown).
         self._held_questions: set[str] = set()
         self._question_notices: dict[str, Notification] = {}
@@ -133,6 +136,7 @@ class MainScreen(JobCommands):
         was_waiting = set(table.waiting)
         table.apply(delta.jobs, delta.removed_job_ids, now)
         self.waiting_jobs = len(table.waiting)
+        self.needs_you_jobs = sum(job.needs_person for job in table.jobs.values())
         for job_id in was_waiting - table.waiting:
             if (notice := self._question_notices.pop(job_id, None)) is not None:
                 withdraw(self.app, notice)
