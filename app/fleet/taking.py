@@ -13,7 +13,11 @@ work dir of its own (``<state>/work/<job>``); the supervisor observes it as any 
 The events of the jobs it took are read from the node's own bus and published on
 ``<prefix>/nodes/<name>/jobs/<job>/events`` (QoS 1). After each (re)connection the
 node sends them all again: the control room's (job, seq) dedupe drops the copies, and
-an event the broker never acknowledged before a crash is not lost.
+an event the broker never acknowledged before a crash is not lost. A job the node's
+supervisor ended without an event of its agent (its pane died, it sat idle when done)
+is told with an event of the node's own, signed with the job's token: ``completed``
+or ``error`` with the supervisor's reason, at the next seq (the job is over here, so
+that seq is the same each time it is sent).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from bus.mqtt import MqttSubscriber, ReceivedMessage
 from bus.mqtt_config import BrokerConfig
 from registry.bus_types import JOB_EVENT
 from registry.errors import JobNotFound
+from registry.events import build_event, event_from_dict
 from registry.fleet_commands import (
     Command,
     Confirmation,
@@ -40,7 +45,8 @@ from registry.fleet_commands import (
     InvalidCommand,
     verify,
 )
-from registry.vocabulary import FleetVerb
+from registry.signing import sign
+from registry.vocabulary import FINAL_JOB_STATUSES, EventType, FleetVerb, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +81,8 @@ class FleetLink:
             client_id=f"orch-node-{name}-link"[:64],
             manual_ack=True,
         )
+        self._told: set[str] = set()
+        """Taken jobs known to be over, their ending sent (cleared on a reconnection)."""
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop``: execute commands as they come, forward events in between."""
@@ -88,7 +96,9 @@ class FleetLink:
                     self._handle(message)
                 if self.sub.connected_count != connection:  # resend all: dedupe drops copies
                     connection, cursor = self.sub.connected_count, 0
+                    self._told.clear()
                 cursor = self._forward(cursor)
+                self._tell_endings()
         finally:
             self.sub.stop()
             self.orchestrator.registry.db.close()
@@ -186,11 +196,38 @@ class FleetLink:
             cursor = message.seq
         return cursor
 
+    def _tell_endings(self) -> None:
+        """Send the ending of each taken job the supervisor ended without an event."""
+        registry = self.orchestrator.registry
+        for job_id in self.done.taken_jobs():
+            if job_id in self._told:
+                continue
+            try:
+                job = registry.get(job_id)
+            except JobNotFound:
+                continue
+            if job.status not in FINAL_JOB_STATUSES:
+                continue
+            reason = registry.status_reasons([job_id]).get(job_id)
+            if reason is not None and job.status in ENDINGS:
+                event = build_event(job_id, job.last_seq + 1, ENDINGS[job.status], reason[:500])
+                if job.auth_token:
+                    event = sign(event, job.auth_token)
+                topic = node_job_events_topic(self.prefix, self.name, job_id)
+                if not self.sub.publish(topic, event.to_bytes()):
+                    return
+            self._told.add(job_id)
+
+
+ENDINGS: dict[str, EventType] = {
+    JobStatus.COMPLETED: EventType.COMPLETED,
+    JobStatus.ERROR: EventType.ERROR,
+}
+"""The event that tells the control room of a status the node's supervisor set."""
+
 
 def _event_bytes(payload: object) -> bytes:
     """The event as the control room's recorder reads it (its wire JSON)."""
-    from registry.events import event_from_dict
-
     if not isinstance(payload, dict):
         return b"{}"
     return event_from_dict(payload).to_bytes()

@@ -6,7 +6,9 @@ the demo agent in the node's panes."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -234,7 +236,8 @@ def test_forged_commands_are_refused_and_nodes_publish_only_their_jobs(
     """A command signed with another key (the control user's login, a wrong key) is
     refused and logged by the node, and does nothing; box2 publishing an event for
     box1's job on box2's own topics is refused by the control room, and on box1's
-    topics by the broker."""
+    topics by the broker. (Then the job's pane is killed on box1: the error its
+    supervisor finds reaches the control room.)"""
     box1 = trusted_node(make_host, fleet_broker, state_dir, "box1", steps="200", delay="1")
     trusted_node(make_host, fleet_broker, state_dir, "box2")
     wait_fleet(
@@ -274,3 +277,14 @@ def test_forged_commands_are_refused_and_nodes_publish_only_their_jobs(
     )
     assert status(state_dir, job) == "running"
     assert 999 not in [event["seq"] for event in recorded(state_dir, job)]
+
+    # The agent killed on box1: box1's supervisor ends the job, and says so.
+    tmux = shutil.which("tmux") or "tmux"
+    socket = box1.env["ORCHESTRATE_TMUX_SOCKET"]
+    pid = subprocess.run(
+        [tmux, "-L", socket, "display-message", "-p", "-t", f"job-{job}", "#{pane_pid}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    os.kill(int(pid), signal.SIGKILL)
+    poll_until(lambda: status(state_dir, job) == "error", 60, "the job's end from box1")
+    assert recorded(state_dir, job)[-1]["event"] == "error"
