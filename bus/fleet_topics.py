@@ -75,14 +75,32 @@ def node_of_presence(prefix: str, topic: str) -> str | None:
     >>> node_of_presence("jobs", "jobs/nodes/box2/presence"), node_of_presence("jobs", "jobs/x")
     ('box2', None)
     """
+    return _node_of(prefix, topic, "presence")
+
+
+def _node_of(prefix: str, topic: str, leaf: str) -> str | None:
     parts = topic.split("/")
     head = prefix.split("/")
     if len(parts) != len(head) + 3 or parts[: len(head)] != head:
         return None
-    if parts[len(head)] != NODES_LEVEL or parts[-1] != "presence":
+    if parts[len(head)] != NODES_LEVEL or parts[-1] != leaf:
         return None
     name = parts[len(head) + 1]
     return name if NODE_NAME.fullmatch(name) else None
+
+
+def node_of_confirms(prefix: str, topic: str) -> str | None:
+    """The node a confirms topic belongs to, or None when ``topic`` is not one.
+
+    >>> node_of_confirms("jobs", "jobs/nodes/box2/confirms")
+    'box2'
+    """
+    return _node_of(prefix, topic, "confirms")
+
+
+def all_confirms(prefix: str) -> str:
+    """The control room's subscription to every node's confirmations."""
+    return f"{prefix}/{NODES_LEVEL}/+/confirms"
 
 
 def node_job_events_topic(prefix: str, node: str, job_id: str) -> str:

@@ -11,7 +11,11 @@ holds a key that signs for itself alone: a node broken into cannot command anoth
 
 A command's ``id`` is made once by whoever sends it; the node records each id it
 executed with its confirmation (``DoneCommands``), so a redelivery (QoS 1, a control
-room sending it again after a restart) is confirmed again, never done twice.
+room sending it again after a restart) is confirmed again, never done twice. The
+control room records each command it sent before sending it (``SentCommands``), and
+each confirmation that comes back, by the command that waited for it or by the ingest
+bridge: a command whose sender died (a control room restarted mid-command) still shows
+in ``job why`` as confirmed, or as not confirmed yet.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from bus.db import BusDB, apply_migrations, now_ms, translate
 from registry.errors import RegistryError
 from registry.events import is_job_id
 from registry.presence import is_node_name
-from registry.records import Job
+from registry.records import Job, iso_from_ms
 from registry.vocabulary import FleetVerb
 
 MAX_COMMAND_BYTES: Final = 512 * 1024
@@ -38,6 +42,20 @@ KEY_FILE: Final = Path("fleet") / "control.key"
 SIGNATURE: Final = "sig"
 VERSION_KEY: Final = "fleet_commands_schema_version"
 
+SENT_VERSION_KEY: Final = "fleet_commands_sent_schema_version"
+_SENT_V1 = """
+CREATE TABLE IF NOT EXISTS fleet_commands_sent (
+    id TEXT PRIMARY KEY,
+    node TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    sent_at_ms INTEGER NOT NULL,
+    confirmed_at_ms INTEGER,
+    ok INTEGER,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_fleet_commands_sent_job ON fleet_commands_sent(job_id, sent_at_ms);
+"""
 _V1 = """
 CREATE TABLE IF NOT EXISTS fleet_commands_done (
     id TEXT PRIMARY KEY,
@@ -263,3 +281,70 @@ class DoneCommands:
             (str(FleetVerb.TAKE),),
         ).fetchall()
         return [str(row[0]) for row in rows]
+
+
+@dataclass(frozen=True)
+class SentCommand:
+    """A command the control room sent, and what its node said (None: nothing yet)."""
+
+    id: str
+    node: str
+    job_id: str
+    verb: str
+    sent_at_ms: int
+    confirmed_at_ms: int | None
+    ok: bool | None
+    detail: str | None
+
+    def line(self) -> str:
+        """How `job why` tells it (``detail`` is the node's text: its sink sanitises)."""
+        sent = f"{self.verb} sent to {self.node} at {iso_from_ms(self.sent_at_ms)}"
+        if self.confirmed_at_ms is None:
+            return f"{sent}, not confirmed yet (it runs when {self.node} takes it)"
+        word = "done" if self.ok else "refused"
+        return f"{sent}, {word}: {self.detail}"
+
+
+class SentCommands:
+    """The control room's record of the commands it sent to nodes."""
+
+    def __init__(self, db: BusDB) -> None:
+        self.db = db
+        try:
+            apply_migrations(db.conn, SENT_VERSION_KEY, [_SENT_V1], db.path)
+        except sqlite3.Error as exc:
+            raise translate(exc, db.path) from exc
+
+    def sent(self, command: Command) -> None:
+        """Record ``command`` before it goes out (again: the first sending stays)."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO fleet_commands_sent (id, node, job_id, verb, sent_at_ms) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (command.id, command.node, command.job_id, str(command.verb), now_ms()),
+            )
+
+    def confirmed(self, node: str, confirmation: Confirmation) -> bool:
+        """Record what ``node`` said of one of the commands sent to it (only to it: a
+        node cannot confirm another's); False if there was no such command waiting."""
+        with self.db.transaction() as conn:
+            changed = conn.execute(
+                "UPDATE fleet_commands_sent SET confirmed_at_ms = ?, ok = ?, detail = ? "
+                "WHERE id = ? AND node = ? AND confirmed_at_ms IS NULL",
+                (now_ms(), int(confirmation.ok), confirmation.detail[:2000], confirmation.id, node),
+            ).rowcount
+        return changed > 0
+
+    def last(self, job_id: str) -> SentCommand | None:
+        """The latest command sent about ``job_id`` (None: none)."""
+        row = self.db.conn.execute(
+            "SELECT id, node, job_id, verb, sent_at_ms, confirmed_at_ms, ok, detail "
+            "FROM fleet_commands_sent WHERE job_id = ? ORDER BY sent_at_ms DESC, rowid DESC "
+            "LIMIT 1",
+            (job_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        ok = None if row[6] is None else bool(row[6])
+        ident, node, job, verb, sent_at, confirmed_at = row[:6]
+        return SentCommand(ident, node, job, verb, sent_at, confirmed_at, ok, row[7])

@@ -12,7 +12,8 @@ A node's job events arrive on ``<prefix>/nodes/<node>/jobs/<job>/events``: the
 broker's ACL lets only that node write there, and the event is believed only when the
 registry placed that job on that node (``node_events``); it is then recorded as if it
 had arrived on the job's own topic, with every other check of the recorder (its
-signature with the job's token, its seq, the job's state).
+signature with the job's token, its seq, the job's state). The nodes' confirmations of
+commands are recorded beside the commands sent (``confirmations``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,21 @@ import logging
 import sqlite3
 
 from bus.errors import BusError
-from bus.fleet_topics import commands_topic, node_and_job_of_events, node_of_presence
+from bus.fleet_topics import (
+    commands_topic,
+    node_and_job_of_events,
+    node_of_confirms,
+    node_of_presence,
+)
 from bus.mqtt import MqttSubscriber, ReceivedMessage
 from registry.errors import RegistryError
-from registry.fleet_commands import node_key, signed, take_command
+from registry.fleet_commands import (
+    Confirmation,
+    SentCommands,
+    node_key,
+    signed,
+    take_command,
+)
 from registry.jobstore import JobStore
 from registry.placement import PlacementStore
 from registry.presence import InvalidPresence
@@ -87,8 +99,10 @@ def send_takes(
         if not node_online:
             return 0
         store = JobStore(placements.bus)
+        sent_commands = SentCommands(placements.db)
         for job_id in placements.pending_on(node):
             command = take_command(store.get(job_id), node)
+            sent_commands.sent(command)
             if sub.publish(commands_topic(prefix, node), signed(command, node_key(key, node))):
                 sent += 1
     except (BusError, RegistryError, sqlite3.Error) as exc:
@@ -125,3 +139,28 @@ def node_events(
             continue
         kept.append(dataclasses.replace(message, topic=topic))
     return kept
+
+
+def confirmations(
+    sent: SentCommands, prefix: str, sub: MqttSubscriber, batch: list[ReceivedMessage]
+) -> list[ReceivedMessage]:
+    """Record and acknowledge the nodes' confirmations in ``batch``; the rest, in order.
+    (The command that waited for one has recorded it already; this is for the one whose
+    sender is gone.) A confirmation that cannot be recorded now is acknowledged all the
+    same: the node confirms again whenever the command comes again."""
+    rest: list[ReceivedMessage] = []
+    for message in batch:
+        node = node_of_confirms(prefix, message.topic)
+        if node is None:
+            rest.append(message)
+            continue
+        confirmation = Confirmation.from_json(message.payload)
+        if confirmation is None:
+            log.warning("refused a confirmation from node %s: not one", node)
+        else:
+            try:
+                sent.confirmed(node, confirmation)
+            except (BusError, sqlite3.Error) as exc:
+                log.warning("could not record a confirmation from node %s: %s", node, exc)
+        sub.ack(message)
+    return rest

@@ -15,6 +15,7 @@ import click
 
 from app.settings import Settings
 from registry.errors import InvalidJobInput
+from registry.fleet_commands import SentCommands
 from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested
 from registry.records import Job
 
@@ -55,10 +56,14 @@ def placement_line(placement: Placement) -> str:
 
 
 def placement_why(settings: Settings, job_id: str) -> str | None:
-    """`job why`'s line about the job's placement (None: it was not placed)."""
+    """`job why`'s line about the job's placement, and the last command sent to its
+    node and what the node said of it (None: it was not placed)."""
     registry = settings.open_registry()
     placement = PlacementStore(registry.bus).get(job_id)
-    return placement.why() if placement is not None else None
+    if placement is None:
+        return None
+    last = SentCommands(registry.db).last(job_id)
+    return placement.why() + (f"; last command: {last.line()}" if last is not None else "")
 
 
 def send_placed(settings: Settings, placement: Placement) -> None:

@@ -32,6 +32,7 @@ from bus.mqtt_publisher import publish_once
 from registry.fleet_commands import (
     Command,
     Confirmation,
+    SentCommands,
     control_key,
     node_key,
     signed,
@@ -97,6 +98,8 @@ def send(
     if wait_s is None:
         wait_s = 0.0 if offline else DEFAULT_WAIT_S
     payload = signed(command, node_key(control_key(settings.state_dir), command.node))
+    sent = SentCommands(settings.open_registry().db)
+    sent.sent(command)  # before it goes: `job why` knows of it whatever happens next
     sub = MqttSubscriber(
         config,
         [confirms_topic(prefix, command.node)],
@@ -115,6 +118,7 @@ def send(
                 continue
             confirmation = Confirmation.from_json(message.payload)
             if confirmation is not None and confirmation.id == command.id:
+                sent.confirmed(command.node, confirmation)
                 return Sent(command, confirmation)
     finally:
         sub.stop()

@@ -19,6 +19,7 @@ from registry.fleet_commands import (
     Confirmation,
     DoneCommands,
     InvalidCommand,
+    SentCommands,
     control_key,
     new_command,
     node_key,
@@ -27,7 +28,7 @@ from registry.fleet_commands import (
     take_command,
     verify,
 )
-from registry.fleet_feed import node_events
+from registry.fleet_feed import confirmations, node_events
 from registry.jobs import Registry
 from registry.placement import PlacementStore
 from registry.vocabulary import FleetVerb
@@ -101,6 +102,27 @@ def test_a_command_is_recorded_once_with_its_confirmation(tmp_path: Path) -> Non
     assert done.taken_jobs() == [job.job_id]
 
 
+def test_a_node_confirms_only_the_commands_sent_to_it(tmp_path: Path) -> None:
+    """Recorded before sending; a confirmation from another node changes nothing, and
+    a later copy of the node's own does not overwrite the first."""
+    registry = Registry.open(tmp_path)
+    sent = SentCommands(registry.db)
+    command = new_command("box1", "0123abcd", FleetVerb.CANCEL)
+    sent.sent(command)
+    waiting = sent.last("0123abcd")
+    assert waiting is not None and "not confirmed yet" in waiting.line()
+    said = Confirmation(command.id, "0123abcd", "cancel", True, "cancelled")
+    sub = FakeSub()
+    batch = [received("jobs/nodes/box2/confirms", said.to_json())]
+    assert confirmations(sent, "jobs", sub, batch) == []  # type: ignore[arg-type]
+    still = sent.last("0123abcd")
+    assert still is not None and still.confirmed_at_ms is None
+    assert sent.confirmed("box1", said)
+    assert not sent.confirmed("box1", Confirmation(command.id, "0123abcd", "cancel", False, "x"))
+    done = sent.last("0123abcd")
+    assert done is not None and done.line().endswith("done: cancelled")
+
+
 @dataclass
 class FakeSub:
     """The subscriber's ack, which is all node_events uses of it."""
@@ -112,8 +134,8 @@ class FakeSub:
         return True
 
 
-def received(topic: str) -> ReceivedMessage:
-    return ReceivedMessage(topic, b"{}", 1, False, False, 1, 1)
+def received(topic: str, payload: bytes = b"{}") -> ReceivedMessage:
+    return ReceivedMessage(topic, payload, 1, False, False, 1, 1)
 
 
 def test_node_events_are_believed_from_the_node_the_job_is_placed_on(tmp_path: Path) -> None:

@@ -102,6 +102,12 @@ def recorded(state_dir: Path, job_id: str) -> list[dict[str, object]]:
     return [m.payload for m in messages if m.type == JOB_EVENT and m.correlation_id == job_id]
 
 
+def why(state_dir: Path, job_id: str) -> str:
+    result = run_cli("job", "why", "--job", job_id, state_dir=state_dir)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def events(state_dir: Path, job_id: str) -> list[str]:
     return [str(event["event"]) for event in recorded(state_dir, job_id)]
 
@@ -189,7 +195,9 @@ def test_a_command_to_an_offline_node_waits_and_runs_when_it_returns(
     state_dir: Path,
 ) -> None:
     """box1 stopped: `job cancel` says it is offline since when, that the command runs
-    when it returns, exits 3; box1 started again cancels the agent's pane."""
+    when it returns, exits 3, and `job why` shows it not confirmed; box1 started again
+    stops the agent, and its confirmation reaches the control room's record though the
+    command that sent it has exited."""
     box1 = trusted_node(make_host, fleet_broker, state_dir, "box1", steps="200", delay="1")
     wait_fleet(state_dir, lambda f: f.get("box1", {}).get("online"), "box1 online")
     job = submit(state_dir, fleet_broker, "box1")
@@ -205,8 +213,12 @@ def test_a_command_to_an_offline_node_waits_and_runs_when_it_returns(
     assert agent_alive(box1, job)  # the agent keeps working meanwhile
     keyfile = box1.state.parent / "control.key"
     box1.run("--trust", str(keyfile), "--period", "5")
+    assert "cancel sent to box1" in why(state_dir, job)
+    assert "not confirmed yet" in why(state_dir, job)
     poll_until(lambda: not agent_alive(box1, job), 60, "cancelled on its return")
     assert status(box1.state, job) == "cancelled"
+    # The command that sent it is long gone: the control room still hears it was done.
+    poll_until(lambda: "done: cancelled" in why(state_dir, job), 30, "the confirmation")
 
 
 def forge(broker: RunningBroker, user: str, topic: str, payload: bytes) -> object:
