@@ -133,6 +133,8 @@ class FleetVerb(StrEnum):
     """Give the job's agent free text."""
     CANCEL = "cancel"
     """Cancel the job and stop its agent."""
+    RESUME = "resume"
+    """Start a failed, cancelled or interrupted job's agent again (a new attempt)."""
 
 
 class MessageType(StrEnum):

@@ -277,15 +277,24 @@ def cancel(settings: Settings, job_id: str, reason: str | None, wait_s: float | 
     help="Every job whose agent was lost with its pane (tmux killed, a reboot).",
 )
 @click.option("--reason", default="resumed by user")
+@WAIT_OPTION
 @click.pass_obj
-def resume(settings: Settings, job_id: str | None, all_interrupted: bool, reason: str) -> None:
+def resume(
+    settings: Settings, job_id: str | None, all_interrupted: bool, reason: str, wait_s: float | None
+) -> None:
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
-    queued again for a worker to pick."""
+    queued again for a worker to pick; a job on a fleet node is resumed by its node."""
     from app.control import OrchestrationError, Orchestrator
+    from app.fleet import remote
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")
+    if job_id is not None and (node := remote.placed_node(settings, job_id)) is not None:
+        again = remote.resume_here(settings, job_id, reason)
+        command = new_command(node, job_id, FleetVerb.RESUME, reason=reason)
+        remote.say(remote.send(settings, command, wait_s), f"{again.status}")
+        return
     orchestrator = Orchestrator(settings)
     if job_id is not None:
         done = orchestrator.resume_job(job_id, reason=reason)

@@ -39,7 +39,8 @@ from registry.fleet_commands import (
     take_command,
 )
 from registry.placement import PlacementStore
-from registry.records import DEFAULT_PREFIX, iso_from_ms
+from registry.records import DEFAULT_PREFIX, Job, iso_from_ms
+from registry.vocabulary import Activity, JobStatus
 
 CONNECT_TIMEOUT_S: Final = 10.0
 QUEUED_EXIT: Final = 3
@@ -148,3 +149,13 @@ def send_take(settings: Settings, job_id: str, node: str) -> Sent:
     node's next announcement if this one is lost; its id makes it taken once)."""
     registry = settings.open_registry()
     return send(settings, take_command(registry.get(job_id), node), 0.0)
+
+
+def resume_here(settings: Settings, job_id: str, reason: str) -> Job:
+    """The control room's record of a remote job made pending again (a new attempt,
+    its earlier events refused from here on) before its node is told to resume it."""
+    registry = settings.open_registry()
+    job = registry.get(job_id)
+    if job.status == JobStatus.RUNNING and job.activity == Activity.INTERRUPTED:
+        return registry.requeue_interrupted(job_id, reason)
+    return registry.resume(job_id, reason)

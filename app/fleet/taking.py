@@ -81,8 +81,9 @@ class FleetLink:
             client_id=f"orch-node-{name}-link"[:64],
             manual_ack=True,
         )
-        self._told: set[str] = set()
-        """Taken jobs known to be over, their ending sent (cleared on a reconnection)."""
+        self._told: set[tuple[str, int]] = set()
+        """(job, last seq) of taken jobs known to be over, their ending sent (cleared on
+        a reconnection; a resumed job that ends again has a later seq)."""
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop``: execute commands as they come, forward events in between."""
@@ -143,10 +144,13 @@ class FleetLink:
         if command.verb == FleetVerb.SEND:
             sent = orchestrator.send_input(job_id, str(args.get("text", "")), by=by)
             return f"sent {sent} characters"
+        reason = str(args["reason"]) if args.get("reason") else None
         if command.verb == FleetVerb.CANCEL:
-            reason = args.get("reason")
-            job = orchestrator.cancel(job_id, by=by, reason=str(reason) if reason else None)
+            job = orchestrator.cancel(job_id, by=by, reason=reason)
             return f"cancelled ({job.status})"
+        if command.verb == FleetVerb.RESUME:
+            job = orchestrator.resume_job(job_id, reason=reason or f"resumed by {by}")
+            return f"resumed ({job.status})"
         raise InvalidCommand(f"unknown verb {command.verb}")
 
     def _take(self, command: Command) -> str:
@@ -200,13 +204,11 @@ class FleetLink:
         """Send the ending of each taken job the supervisor ended without an event."""
         registry = self.orchestrator.registry
         for job_id in self.done.taken_jobs():
-            if job_id in self._told:
-                continue
             try:
                 job = registry.get(job_id)
             except JobNotFound:
                 continue
-            if job.status not in FINAL_JOB_STATUSES:
+            if job.status not in FINAL_JOB_STATUSES or (job_id, job.last_seq) in self._told:
                 continue
             reason = registry.status_reasons([job_id]).get(job_id)
             if reason is not None and job.status in ENDINGS:
@@ -216,7 +218,7 @@ class FleetLink:
                 topic = node_job_events_topic(self.prefix, self.name, job_id)
                 if not self.sub.publish(topic, event.to_bytes()):
                     return
-            self._told.add(job_id)
+            self._told.add((job_id, job.last_seq))
 
 
 ENDINGS: dict[str, EventType] = {

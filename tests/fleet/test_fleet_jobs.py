@@ -163,9 +163,8 @@ def test_answer_send_and_cancel_across_nodes(
     make_host: Callable[..., NodeHost],
     state_dir: Path,
 ) -> None:
-    """The same commands as for a local job: answered, sent to and cancelled on box1,
-    each confirmed by the node and printed; a second job answered while box1 is
-    stopped waits, says so (exit 3), and runs when box1 returns."""
+    """The same commands as for a local job: answered, sent to, cancelled on and
+    resumed on box1, each confirmed by the node and printed."""
     box1 = trusted_node(
         make_host, fleet_broker, state_dir, "box1", ask="1", steps="100", delay="0.3"
     )
@@ -185,6 +184,11 @@ def test_answer_send_and_cancel_across_nodes(
     assert status(state_dir, job) == "cancelled"
     poll_until(lambda: not agent_alive(box1, job), 60, "the agent stopped on box1")
     assert status(box1.state, job) == "cancelled"
+    resumed = control(state_dir, fleet_broker, "job", "resume", "--job", job)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"job {job}: pending on node box1: resumed (running)" in resumed.stdout
+    assert agent_alive(box1, job)
+    poll_until(lambda: status(state_dir, job) == "running", 60, "the new attempt reported")
 
 
 @pytest.mark.slow  # a node stopped and started again (about 25 s here)
