@@ -117,6 +117,16 @@ def choose(
     return best, f"any: most free slots with {agent}"
 
 
+def placed_node(conn: sqlite3.Connection, job_id: str) -> tuple[bool, str | None]:
+    """(whether ``job_id`` was placed at all, the node it is placed on), read without
+    creating anything: a command on a local job must leave the database as it was."""
+    try:
+        row = conn.execute("SELECT node FROM placements WHERE job_id = ?", (job_id,)).fetchone()
+    except sqlite3.OperationalError:  # no placements table: nothing was ever placed here
+        return False, None
+    return (row is not None, row[0] if row is not None else None)
+
+
 class PlacementStore:
     """The ``placements`` table, beside the jobs it places."""
 

@@ -16,7 +16,7 @@ import click
 from app.settings import Settings
 from registry.errors import InvalidJobInput
 from registry.fleet_commands import SentCommands
-from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested
+from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested, placed_node
 from registry.records import Job
 
 
@@ -59,6 +59,8 @@ def placement_why(settings: Settings, job_id: str) -> str | None:
     """`job why`'s line about the job's placement, and the last command sent to its
     node and what the node said of it (None: it was not placed)."""
     registry = settings.open_registry()
+    if not placed_node(registry.db.conn, job_id)[0]:
+        return None  # read only: `job why` of a local job changes nothing
     placement = PlacementStore(registry.bus).get(job_id)
     if placement is None:
         return None

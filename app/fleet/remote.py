@@ -29,6 +29,7 @@ from bus.fleet_topics import commands_topic, confirms_topic
 from bus.mqtt import MqttSubscriber
 from bus.mqtt_config import BrokerConfig, new_client_id
 from bus.mqtt_publisher import publish_once
+from registry import placement as placements_table
 from registry.fleet_commands import (
     Command,
     Confirmation,
@@ -58,9 +59,7 @@ class Sent:
 
 def placed_node(settings: Settings, job_id: str) -> str | None:
     """The fleet node ``job_id`` is placed on (None: a local job, or not placed yet)."""
-    registry = settings.open_registry()
-    placement = PlacementStore(registry.bus).get(job_id)
-    return placement.node if placement is not None else None
+    return placements_table.placed_node(settings.open_registry().db.conn, job_id)[1]
 
 
 def _broker() -> BrokerConfig:
