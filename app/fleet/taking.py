@@ -24,19 +24,21 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from app.approvals.question import parse_answer
-from app.control import Orchestrator
+from app.control import Orchestrator, launch
 from app.control.launch import LaunchRecord
 from app.settings import Settings
+from bus.errors import BusError
 from bus.fleet_topics import commands_topic, confirms_topic, node_job_events_topic
 from bus.mqtt import MqttSubscriber, ReceivedMessage
 from bus.mqtt_config import BrokerConfig
 from registry.bus_types import JOB_EVENT
-from registry.errors import JobNotFound
+from registry.errors import JobNotFound, RegistryError
 from registry.events import build_event, event_from_dict
 from registry.fleet_commands import (
     Command,
@@ -93,13 +95,18 @@ class FleetLink:
         try:
             while not stop.is_set():
                 message = self.sub.get(timeout=FORWARD_INTERVAL_S)
-                if message is not None:
-                    self._handle(message)
                 if self.sub.connected_count != connection:  # resend all: dedupe drops copies
                     connection, cursor = self.sub.connected_count, 0
                     self._told.clear()
-                cursor = self._forward(cursor)
-                self._tell_endings()
+                try:
+                    if message is not None:
+                        self._handle(message)
+                    cursor = self._forward(cursor)
+                    self._tell_endings()
+                except (BusError, RegistryError, sqlite3.Error) as exc:
+                    # the database busy or failing: said, tried again (an unacked
+                    # command comes again with the next connection)
+                    self.report(f"node {self.name}: link: {exc}")
         finally:
             self.sub.stop()
             self.orchestrator.registry.db.close()
@@ -164,6 +171,9 @@ class FleetLink:
             pass
         token = args.get("token")
         artifacts = args.get("expected_artifacts") or []
+        environment = dict(os.environ)
+        # refused (not installed here) before anything is stored on this node
+        launch.adapter_checked(str(args["agent"]), None, self.settings.state_dir, environment)
         job = orchestrator.registry.register(
             str(args["prompt"]),
             str(args["agent"]),
@@ -180,7 +190,7 @@ class FleetLink:
         record = LaunchRecord(None, str(workdir))
         record.save(orchestrator.job_dir(job.job_id))
         started = orchestrator.job_control.start(
-            job, record, dict(os.environ), why=f"taken by node {self.name}"
+            job, record, environment, why=f"taken by node {self.name}"
         )
         return f"started in session {started.agent_session} on node {self.name}"
 

@@ -14,7 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.fleet.remote import Sent, say
+from app.fleet.taking import FleetLink
+from app.settings import Settings
 from bus.mqtt import ReceivedMessage
+from bus.mqtt_config import BrokerConfig
 from registry.fleet_commands import (
     Confirmation,
     DoneCommands,
@@ -211,3 +214,22 @@ def test_node_key_prints_a_key_per_node(state_dir: Path) -> None:
     assert one.returncode == 0 and two.returncode == 0
     assert len(bytes.fromhex(one.stdout.strip())) == 32 and one.stdout != two.stdout
     assert run_cli("node", "key", "box1", state_dir=state_dir).stdout == one.stdout
+
+
+def test_a_node_refuses_what_it_cannot_do_and_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A take of an agent not installed on the node, and a command on a job it never
+    took: each confirmed as refused, in one line, nothing registered on the node."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no agent CLI here
+    control = Registry.open(tmp_path / "control")
+    job = control.register("p", "codex", "s")
+    settings = Settings(state_dir=tmp_path / "node")
+    link = FleetLink(
+        settings, BrokerConfig("127.0.0.1", 1), "box1", "jobs", "unused_socket", KEY, print
+    )
+    refused = link.execute(take_command(job, "box1"))
+    assert not refused.ok and "\n" not in refused.detail and "codex" in refused.detail
+    assert link.orchestrator.registry.list() == []
+    never = link.execute(new_command("box1", job.job_id, FleetVerb.CANCEL))
+    assert not never.ok and "never taken by node box1" in never.detail
