@@ -7,10 +7,11 @@ never matches them, whatever a job or node is called::
 
     <prefix>/nodes/<node>/presence            node -> control   retained; the node's last
                                                                 will (offline) on the same topic
-    <prefix>/nodes/<node>/jobs/<job>/events   node -> control   its placed jobs' events (next stop)
-    <prefix>/nodes/<node>/jobs/<job>/applied  control -> node   what the registry committed (next)
-    <prefix>/nodes/<node>/commands            control -> node   signed commands (a later stop)
-    <prefix>/nodes/<node>/confirms            node -> control   a command done or refused (later)
+    <prefix>/nodes/<node>/jobs/<job>/events   node -> control   its placed jobs' events
+    <prefix>/nodes/<node>/jobs/<job>/applied  control -> node   what the registry committed (later)
+    <prefix>/nodes/<node>/commands            control -> node   signed commands (QoS 1, queued in
+                                                                the node's persistent session)
+    <prefix>/nodes/<node>/confirms            node -> control   a command done or refused
     <prefix>/nodes/<node>/screens/<job>       node -> control   sanitised snapshots (later)
 
 The broker's ACL (``bus.broker_config.acl_text``) gives each node user exactly its own
@@ -74,14 +75,75 @@ def node_of_presence(prefix: str, topic: str) -> str | None:
     >>> node_of_presence("jobs", "jobs/nodes/box2/presence"), node_of_presence("jobs", "jobs/x")
     ('box2', None)
     """
+    return _node_of(prefix, topic, "presence")
+
+
+def _node_of(prefix: str, topic: str, leaf: str) -> str | None:
     parts = topic.split("/")
     head = prefix.split("/")
     if len(parts) != len(head) + 3 or parts[: len(head)] != head:
         return None
-    if parts[len(head)] != NODES_LEVEL or parts[-1] != "presence":
+    if parts[len(head)] != NODES_LEVEL or parts[-1] != leaf:
         return None
     name = parts[len(head) + 1]
     return name if NODE_NAME.fullmatch(name) else None
+
+
+def node_of_confirms(prefix: str, topic: str) -> str | None:
+    """The node a confirms topic belongs to, or None when ``topic`` is not one.
+
+    >>> node_of_confirms("jobs", "jobs/nodes/box2/confirms")
+    'box2'
+    """
+    return _node_of(prefix, topic, "confirms")
+
+
+def all_confirms(prefix: str) -> str:
+    """The control room's subscription to every node's confirmations."""
+    return f"{prefix}/{NODES_LEVEL}/+/confirms"
+
+
+def node_job_events_topic(prefix: str, node: str, job_id: str) -> str:
+    """Where ``node`` publishes the events of its placed job ``job_id``.
+
+    >>> node_job_events_topic("jobs", "box2", "j1")
+    'jobs/nodes/box2/jobs/j1/events'
+    """
+    return f"{node_root(prefix, node)}/jobs/{job_id}/events"
+
+
+def all_node_job_events(prefix: str) -> str:
+    """The control room's subscription to every node's job events."""
+    return f"{prefix}/{NODES_LEVEL}/+/jobs/+/events"
+
+
+def node_and_job_of_events(prefix: str, topic: str) -> tuple[str, str] | None:
+    """(node, job) of a node's job-events topic, or None when ``topic`` is not one.
+
+    >>> node_and_job_of_events("jobs", "jobs/nodes/box2/jobs/j1/events")
+    ('box2', 'j1')
+    >>> node_and_job_of_events("jobs", "jobs/j1/events") is None
+    True
+    """
+    parts = topic.split("/")
+    head = prefix.split("/")
+    n = len(head)
+    if len(parts) != n + 5 or parts[:n] != head or parts[n] != NODES_LEVEL:
+        return None
+    if parts[n + 2] != "jobs" or parts[n + 4] != "events":
+        return None
+    node, job = parts[n + 1], parts[n + 3]
+    return (node, job) if NODE_NAME.fullmatch(node) and job else None
+
+
+def commands_topic(prefix: str, node: str) -> str:
+    """Where the control room sends ``node`` its signed commands."""
+    return f"{node_root(prefix, node)}/commands"
+
+
+def confirms_topic(prefix: str, node: str) -> str:
+    """Where ``node`` says each command it was sent is done or refused."""
+    return f"{node_root(prefix, node)}/confirms"
 
 
 def node_acl_lines(prefix: str, node: str) -> list[str]:

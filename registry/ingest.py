@@ -12,7 +12,9 @@ a redelivery, never a loss.
 QoS 1 redeliveries and publisher retries are absorbed by the registry's
 (job_id, seq) dedupe, so each event lands in the bus once.
 It also takes the fleet's node presence (``<prefix>/nodes/+/presence``) into the
-nodes table (``registry/nodes.py``).
+nodes table (``registry/nodes.py``), the events of jobs placed on nodes
+(``<prefix>/nodes/+/jobs/+/events``) and the nodes' confirmations of commands
+(``<prefix>/nodes/+/confirms``), in ``registry/fleet_feed.py``.
 
 Transient failures (the database locked or unwritable) are not acknowledged:
 the same batch is retried with backoff before any later message, keeping the
@@ -35,11 +37,12 @@ from typing import Literal
 
 from bus.db import BUSY_TIMEOUT_MS, connect
 from bus.errors import BusError
-from bus.fleet_topics import all_presence
+from bus.fleet_topics import all_confirms, all_node_job_events, all_presence
 from bus.mqtt import BrokerConfig, ConnectionState, MqttSubscriber, ReceivedMessage, resolve_broker
 from registry.delivery_confirmer import Confirmer
 from registry.errors import DuplicateEvent, EventAfterTerminal, RegistryError
-from registry.fleet_feed import take_presence
+from registry.fleet_commands import SentCommands, control_key
+from registry.fleet_feed import confirmations, node_events, take_presence
 from registry.jobs import Recorded, Registry
 from registry.mqtt_source import ClientIdLock, stable_client_id
 from registry.placement import PlacementStore
@@ -193,9 +196,16 @@ class IngestBridge:
             )
             checkpointer.start()
         placements = PlacementStore(registry.bus)
+        fleet_key = control_key(self.state_dir)  # signs the take commands sent to nodes
+        sent_commands = SentCommands(registry.db)
         sub = MqttSubscriber(
             self.config,
-            [self.topic, all_presence(self.prefix)],
+            [
+                self.topic,
+                all_presence(self.prefix),
+                all_node_job_events(self.prefix),
+                all_confirms(self.prefix),
+            ],
             client_id=self.client_id,
             manual_ack=True,
             reconnect_max_s=self.reconnect_max_s,
@@ -220,7 +230,9 @@ class IngestBridge:
                 # Group commit: whatever already waits joins this transaction.
                 while len(batch) < self.batch_max and (more := sub.get(timeout=0)) is not None:
                     batch.append(more)
-                batch = take_presence(placements, self.prefix, sub, batch)
+                batch = take_presence(placements, self.prefix, sub, batch, fleet_key)
+                batch = node_events(placements, self.prefix, sub, batch)
+                batch = confirmations(sent_commands, self.prefix, sub, batch)
                 if batch:
                     self._ingest(registry, sub, batch, stop, confirmer)
         finally:

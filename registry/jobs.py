@@ -89,13 +89,14 @@ class Registry:
         topic_prefix: str | None = None,
         done_when: str | None = None,
         agent_session_id: str | None = None,
+        adopt: tuple[str, str | None] | None = None,
     ) -> Job:
         """Register a pending job and enqueue it for its agent_session (``JobStore.register``)."""
         return self.store.register(
             prompt, agent, agent_session, timeout_sec=timeout_sec,
             idle_timeout_sec=idle_timeout_sec, expected_artifacts=expected_artifacts,
             broker=broker, sign_events=sign_events, topic_prefix=topic_prefix,
-            done_when=done_when, agent_session_id=agent_session_id,
+            done_when=done_when, agent_session_id=agent_session_id, adopt=adopt,
         )  # fmt: skip
 
     def set_agent_session_id(self, job_id: str, session_id: str) -> Job:

@@ -28,6 +28,7 @@ from bus.messages import Bus
 from registry import activity, states
 from registry.audit import AuditLog
 from registry.errors import IllegalTransition, InvalidJobInput, JobNotFound
+from registry.events import check_job_id
 from registry.records import (
     DEFAULT_IDLE_TIMEOUT_SEC,
     DEFAULT_PREFIX,
@@ -181,12 +182,15 @@ class JobStore:
         topic_prefix: str | None = None,
         done_when: str | None = None,
         agent_session_id: str | None = None,
+        adopt: tuple[str, str | None] | None = None,
     ) -> Job:
         """Register a pending job and enqueue it for its agent_session.
 
         ``done_when`` (exit or idle) says when an interactive agent's job counts
         as done; ``agent_session_id`` is the agent's own conversation id, which
-        resuming the job continues.
+        resuming the job continues. ``adopt`` = (job id, auth token): a fleet node
+        takes a job the control room registered, under its id and token, so the
+        events it forwards verify there (app/fleet/taking.py).
         """
         check_prompt(prompt)
         if done_when is not None and done_when not in DONE_WHEN:
@@ -202,9 +206,11 @@ class JobStore:
         if topic_prefix is not None:
             topic_prefix = check_topic_prefix(topic_prefix)
         token = secrets.token_urlsafe(32) if sign_events else None
+        if adopt is not None:
+            token = adopt[1] if sign_events else None
         with self.write() as conn:
             at_ms = now_ms()
-            job_id = self._new_job_id(conn)
+            job_id = self._new_job_id(conn) if adopt is None else check_job_id(adopt[0])
             stamp = iso_from_ms(at_ms)
             conn.execute(
                 "INSERT INTO jobs (job_id, status, created_at, updated_at, created_at_ms, prompt, "

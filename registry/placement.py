@@ -8,8 +8,11 @@ says why (``job why``); every announcement of a node tries the waiting ones agai
 (``registry/fleet_feed.py``), oldest first. A slot counts as taken from the choice
 until the node reports the job running, so two placements in a row never share one.
 
-This stop chooses and records; the node taking its job (over
-``<prefix>/nodes/<node>/commands``) is the next.
+A placed job's queue task is settled when it is registered: the job is the node's,
+so no local ``job pick`` (or queue worker) ever takes it. The node is sent a signed
+``take`` command (``registry/fleet_commands.py``) by ``submit`` at once and again by
+the ingest bridge at each announcement of the node while the job is still pending
+(its id is the job's, so the node takes it once).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from bus import claims
 from bus.db import apply_migrations, now_ms, translate
 from bus.messages import Bus
 from registry.errors import InvalidJobInput
@@ -113,6 +117,16 @@ def choose(
     return best, f"any: most free slots with {agent}"
 
 
+def placed_node(conn: sqlite3.Connection, job_id: str) -> tuple[bool, str | None]:
+    """(whether ``job_id`` was placed at all, the node it is placed on), read without
+    creating anything: a command on a local job must leave the database as it was."""
+    try:
+        row = conn.execute("SELECT node FROM placements WHERE job_id = ?", (job_id,)).fetchone()
+    except sqlite3.OperationalError:  # no placements table: nothing was ever placed here
+        return False, None
+    return (row is not None, row[0] if row is not None else None)
+
+
 class PlacementStore:
     """The ``placements`` table, beside the jobs it places."""
 
@@ -148,6 +162,7 @@ class PlacementStore:
                     "placed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (job_id, requested, agent, node.name if node else None, reason, at_ms, placed),
                 )
+                claims.settle(conn, job_id, result="placed on the fleet", at_ms=at_ms)
         except sqlite3.Error as exc:
             raise translate(exc, self.db.path) from exc
         return Placement(job_id, requested, agent, node.name if node else None, reason, placed)
@@ -182,6 +197,18 @@ class PlacementStore:
         except sqlite3.Error as exc:
             raise translate(exc, self.db.path) from exc
         return placed
+
+    def pending_on(self, node: str) -> list[str]:
+        """The jobs placed on ``node`` it has not reported yet (still pending), oldest first."""
+        try:
+            rows = self.db.conn.execute(
+                "SELECT p.job_id FROM placements p JOIN jobs j ON j.job_id = p.job_id "
+                "WHERE p.node = ? AND j.status = ? ORDER BY p.placed_at_ms",
+                (node, JobStatus.PENDING),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.db.path) from exc
+        return [str(row[0]) for row in rows]
 
     def get(self, job_id: str) -> Placement | None:
         """The placement of ``job_id`` (None: it was never asked to run on a node)."""

@@ -132,6 +132,21 @@ class NodeLeft(StrEnum):
     """Its last will: the broker lost the connection (killed, cut off)."""
 
 
+class FleetVerb(StrEnum):
+    """What a signed fleet command asks a node to do (``registry/fleet_commands.py``)."""
+
+    TAKE = "take"
+    """Start a job placed on the node (its pane and work dir on the node's host)."""
+    ANSWER = "answer"
+    """Answer the question the job's agent waits on."""
+    SEND = "send"
+    """Give the job's agent free text."""
+    CANCEL = "cancel"
+    """Cancel the job and stop its agent."""
+    RESUME = "resume"
+    """Start a failed, cancelled or interrupted job's agent again (a new attempt)."""
+
+
 class MessageType(StrEnum):
     """Bus message types the registry and the control room write; no sender may.
 

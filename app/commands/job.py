@@ -14,12 +14,21 @@ import click
 from app.commands.budget_option import BUDGET_USD
 from app.commands.job_options import broker_block, job_spec_options, read_prompt
 from app.commands.json_option import ALWAYS_JSON_OPTION
-from app.fleet.placing import NODE_OPTION, placement_line, placement_why, register_placed
+from app.fleet.options import WAIT_OPTION
+from app.fleet.placing import (
+    NODE_OPTION,
+    placement_line,
+    placement_why,
+    register_placed,
+    send_placed,
+)
 from app.settings import Settings
 from app.terminal.output import cell, dumps, shown
 from registry.errors import InvalidJobInput
+from registry.fleet_commands import new_command
 from registry.records import DEFAULT_PREFIX, Job, ingest_prefix_for
 from registry.states import BY_HAND
+from registry.vocabulary import FleetVerb
 
 
 def emit_json(value: Any, *, indent: int | None = None) -> None:
@@ -88,6 +97,7 @@ def register(
         )  # fmt: skip
         click.echo(created_on.job_id)
         click.echo(placement_line(placement), err=True)
+        send_placed(settings, placement)
         return
     registry = settings.open_registry()
     created = registry.register(
@@ -239,13 +249,24 @@ def pick(settings: Settings, agent_session: str) -> None:
 @job.command()
 @JOB_OPTION
 @click.option("--reason", default=None, help="Why (default: who cancelled it).")
+@WAIT_OPTION
 @click.pass_obj
-def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
+def cancel(settings: Settings, job_id: str, reason: str | None, wait_s: float | None) -> None:
     """Cancel a pending or running job, and stop its agent (its own exit keys, then its
-    pane is killed after a grace period), as the control room's c does."""
+    pane is killed after a grace period), as the control room's c does. A job on a
+    fleet node is cancelled here, then its node is told to stop its agent."""
     from app.control import Orchestrator
+    from app.fleet import remote
 
-    done = Orchestrator(settings).cancel(job_id, by=f"{getpass.getuser()} (cli)", reason=reason)
+    by = f"{getpass.getuser()} (cli)"
+    node = remote.placed_node(settings, job_id)
+    if node is not None:
+        done = settings.open_registry().cancel(job_id, reason or f"cancelled by {by}")
+        why = reason or f"cancelled by {by}"
+        command = new_command(node, job_id, FleetVerb.CANCEL, reason=why)
+        remote.say(remote.send(settings, command, wait_s), f"{done.status}")
+        return
+    done = Orchestrator(settings).cancel(job_id, by=by, reason=reason)
     click.echo(f"{job_id}: {done.status}")
 
 
@@ -265,6 +286,7 @@ def cancel(settings: Settings, job_id: str, reason: str | None) -> None:
     help="Raise the job's budget to this (more than it spent) and let a job paused by "
     "its budget go on.",
 )
+@WAIT_OPTION
 @click.pass_obj
 def resume(
     settings: Settings,
@@ -272,17 +294,24 @@ def resume(
     all_interrupted: bool,
     reason: str,
     budget_usd: int | None,
+    wait_s: float | None,
 ) -> None:
     """Start a failed, cancelled or interrupted job again (same id, a new attempt): its
     agent continues its conversation where it can. A job never started in a pane is
-    queued again for a worker to pick. With --budget-usd, a running job paused by its
-    budget goes on in its pane."""
+    queued again for a worker to pick; a job on a fleet node is resumed by its node.
+    With --budget-usd, a running job paused by its budget goes on in its pane."""
     from app.control import OrchestrationError, Orchestrator
+    from app.fleet import remote
 
     if (job_id is None) == (not all_interrupted):
         raise click.UsageError("give --job ID or --all-interrupted (one of them)")
     if budget_usd is not None and job_id is None:
         raise click.UsageError("--budget-usd is for one job: give --job ID")
+    if job_id is not None and (node := remote.placed_node(settings, job_id)) is not None:
+        again = remote.resume_here(settings, job_id, reason)
+        command = new_command(node, job_id, FleetVerb.RESUME, reason=reason)
+        remote.say(remote.send(settings, command, wait_s), f"{again.status}")
+        return
     orchestrator = Orchestrator(settings)
     if job_id is not None and budget_usd is not None:
         from app.usage.budget_resume import resume_with_budget

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from bus.broker_checks import check_topic_prefix
 from bus.errors import BrokerSetupError, InvalidTopic
 from bus.fleet_topics import check_node_name
 from bus.mqtt_config import BrokerConfig
+from registry.fleet_commands import InvalidCommand, control_key, node_key, read_trust
 from registry.placement import ANY_NODE
 from registry.records import DEFAULT_PREFIX
 
@@ -72,6 +74,14 @@ def run_options(command: Command) -> Command:
                 help="Announce the load this often (changes go out at once).",
             ),
             click.option(
+                "--trust",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                metavar="KEYFILE",
+                help="Execute the commands (take, answer, send, cancel) signed with this key: "
+                "the file `orchestrate node key NAME` wrote on the control room. Without it "
+                "the node refuses every command.",
+            ),
+            click.option(
                 "--prefix",
                 default=DEFAULT_PREFIX,
                 show_default=True,
@@ -96,6 +106,15 @@ def _broker(name: str) -> BrokerConfig:
     return config
 
 
+def _trusted(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return read_trust(path)
+    except InvalidCommand as exc:
+        raise click.BadParameter(str(exc), param_hint="--trust") from None
+
+
 @click.group()
 def node() -> None:
     """Run this host's node: its supervisor, announced to the fleet over MQTT."""
@@ -104,9 +123,12 @@ def node() -> None:
 @node.command("run")
 @run_options
 @click.pass_obj
-def run_command(settings: Settings, name: str, slots: int, period: float, prefix: str) -> None:
+def run_command(
+    settings: Settings, name: str, slots: int, period: float, trust: Path | None, prefix: str
+) -> None:
     """Run the node in the foreground (for systemd or a tmux window) until SIGTERM."""
     config = _broker(name)
+    key = _trusted(trust)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -115,7 +137,7 @@ def run_command(settings: Settings, name: str, slots: int, period: float, prefix
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    options = NodeOptions(name, slots, prefix, period, default_socket_name())
+    options = NodeOptions(name, slots, prefix, period, default_socket_name(), trust)
 
     def report(line: str) -> None:
         click.echo(shown(line), err=True)
@@ -123,7 +145,7 @@ def run_command(settings: Settings, name: str, slots: int, period: float, prefix
     from app.fleet.node import Node  # the supervisor and tmux: only for a running node
 
     try:
-        code = Node(settings, config, options, report).run(stop)
+        code = Node(settings, config, options, report, key).run(stop)
     except daemon.NodeBusy as exc:
         raise click.ClickException(str(exc)) from None
     raise click.exceptions.Exit(code)
@@ -132,15 +154,20 @@ def run_command(settings: Settings, name: str, slots: int, period: float, prefix
 @node.command("start")
 @run_options
 @click.pass_obj
-def start_command(settings: Settings, name: str, slots: int, period: float, prefix: str) -> None:
+def start_command(
+    settings: Settings, name: str, slots: int, period: float, trust: Path | None, prefix: str
+) -> None:
     """Run the node in the background; returns once it is announced on the broker."""
     _broker(name)
+    _trusted(trust)
     state_dir = settings.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
     status = daemon.read_status(state_dir)
     if status.running:
         raise click.ClickException(f"a node already runs here (pid {status.pid}, {status.name})")
     args = ["--name", name, "--slots", str(slots), "--period", f"{period:g}", "--prefix", prefix]
+    if trust is not None:
+        args += ["--trust", str(trust.resolve())]
     process = daemon.spawn(state_dir, args)
     started = daemon.wait_started(state_dir, process, START_TIMEOUT_S)
     if started is None:
@@ -175,6 +202,16 @@ def stop_command(settings: Settings, timeout: float) -> None:
         click.echo("node not running")
         return
     click.echo(f"node {status.name or '?'} stopped (pid {status.pid})")
+
+
+@node.command("key")
+@click.argument("name", callback=_name)
+@click.pass_obj
+def key_command(settings: Settings, name: str) -> None:
+    """Print node NAME's key (on the control room): save it on NAME's host, mode 0600,
+    and run the node with --trust FILE. It signs commands for NAME alone."""
+    key = node_key(control_key(settings.state_dir), name)
+    click.echo(key.hex())
 
 
 @node.command("status")

@@ -20,7 +20,7 @@ from app.commands.policy import warn_if_broken
 from app.commands.workdir import WORKDIR
 from app.control import Orchestrator
 from app.control.launch import split_command
-from app.fleet.placing import NODE_OPTION, placement_line, register_placed
+from app.fleet.placing import NODE_OPTION, placement_line, register_placed, send_placed
 from app.review.worktree import WorktreePlan, default_worktree, in_git_repository, plan_worktree
 from app.settings import Settings
 from registry.budget import BudgetStore
@@ -116,6 +116,7 @@ def submit(
         )  # fmt: skip
         click.echo(created.job_id)
         click.echo(placement_line(placement), err=True)
+        send_placed(settings, placement)
         return
     argv = split_command(agent_cmd) if agent_cmd is not None else None
     plan = worktree_request(settings, worktree, base, workdir)

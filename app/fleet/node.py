@@ -8,7 +8,9 @@ work, since a node outlives its jobs), and keeps its presence retained on
 at once on every (re)connection, whenever its agents or busy slots change, and every
 ``period_s`` for the load. Its last will marks it offline if it dies; a clean stop
 says goodbye itself. It logs in as its own broker user, named as the node: the ACL
-gives that user the node's topics and nothing else.
+gives that user the node's topics and nothing else. Its link (``app/fleet/taking.py``)
+takes the jobs placed on it, executes the commands signed with the key it trusts and
+sends its jobs' events to the control room.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from app.control import Orchestrator
 from app.fleet.daemon import node_locks, write_status
 from app.fleet.inventory import HostState, installed_agents, look
 from app.fleet.options import NodeOptions
+from app.fleet.taking import FleetLink
 from app.settings import Settings
 from app.supervision.supervisor import IDLE_EXIT_SEC
 from app.supervision.supervisor import running as supervisor_running
@@ -53,8 +56,10 @@ class Node:
         config: BrokerConfig,
         options: NodeOptions,
         report: Callable[[str], None],
+        key: bytes | None = None,
     ) -> None:
         self.settings = settings
+        self.key = key
         self.config = config
         self.options = options
         self.report = report
@@ -102,6 +107,12 @@ class Node:
             threading.Thread(
                 target=self._supervise, args=(stop,), name="node-supervisor", daemon=True
             ).start()
+            link = FleetLink(
+                self.settings, self.config, self.options.name, self.options.prefix,
+                self.options.tmux_socket, self.key, self.report,
+            )  # fmt: skip
+            linking = threading.Thread(target=link.run, args=(stop,), name="node-link", daemon=True)
+            linking.start()
             self.announcer.start()
             self.report(
                 f"node {self.options.name}: {len(agents)} agent(s), {self.options.slots} "
@@ -110,6 +121,8 @@ class Node:
             try:
                 self._loop(stop)
             finally:
+                stop.set()
+                linking.join(STOP_TIMEOUT_S)  # the command in hand finished and recorded
                 said = self.announcer.stop(
                     departure(self.options.name, self.boot, NodeLeft.STOPPED).to_json(),
                     STOP_TIMEOUT_S,

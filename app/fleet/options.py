@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import click
 
 from bus.errors import MqttConfigError
 from bus.mqtt_config import BrokerConfig
 
 DEFAULT_PERIOD_S = 30.0
+DEFAULT_WAIT_S: Final = 30.0
+"""How long a command on a remote job waits for its node's confirmation."""
+
+WAIT_OPTION: Final = click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(0, 3600),
+    default=None,
+    metavar="SECONDS",
+    help="For a job on a fleet node: how long to wait for the node's confirmation "
+    f"(default {DEFAULT_WAIT_S:g} s when it is online; 0 when offline: the command waits "
+    "at the broker and runs when the node returns, exit 3).",
+)
 
 
 @dataclass(frozen=True)
@@ -19,6 +36,8 @@ class NodeOptions:
     prefix: str
     period_s: float = DEFAULT_PERIOD_S
     tmux_socket: str = "orchestrate"
+    trust: Path | None = None
+    """The key file of the control room whose commands this node executes (None: none)."""
 
 
 def check_identity(config: BrokerConfig, name: str) -> None:

@@ -2,7 +2,9 @@
 
 The job is registered ``pending`` and its placement recorded in the same transaction
 (``registry/placement.py``), so no job is ever half-placed. It does not start here:
-the node takes it (the next stop of the fleet's work).
+its node takes it, sent a signed ``take`` at once when the broker is configured here
+(``send_placed``) and again by the control room's ingest bridge at each announcement
+of the node until the node reports the job (``registry/fleet_feed.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import click
 
 from app.settings import Settings
 from registry.errors import InvalidJobInput
-from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested
+from registry.fleet_commands import SentCommands
+from registry.placement import ANY_NODE, Placement, PlacementStore, check_requested, placed_node
 from registry.records import Job
 
 
@@ -53,7 +56,34 @@ def placement_line(placement: Placement) -> str:
 
 
 def placement_why(settings: Settings, job_id: str) -> str | None:
-    """`job why`'s line about the job's placement (None: it was not placed)."""
+    """`job why`'s line about the job's placement, and the last command sent to its
+    node and what the node said of it (None: it was not placed)."""
     registry = settings.open_registry()
+    if not placed_node(registry.db.conn, job_id)[0]:
+        return None  # read only: `job why` of a local job changes nothing
     placement = PlacementStore(registry.bus).get(job_id)
-    return placement.why() if placement is not None else None
+    if placement is None:
+        return None
+    last = SentCommands(registry.db).last(job_id)
+    return placement.why() + (f"; last command: {last.line()}" if last is not None else "")
+
+
+def send_placed(settings: Settings, placement: Placement) -> None:
+    """Send a job placed now to its node, and say so on stderr (a waiting job, or no
+    broker here: the ingest bridge sends it when the node announces itself)."""
+    from bus.mqtt_config import BrokerConfig
+
+    if placement.node is None:
+        return
+    if BrokerConfig.from_env() is None:
+        click.echo(
+            f"job {placement.job_id}: no MQTT_BROKER here; the control room sends it to "
+            f"{placement.node} at its next announcement",
+            err=True,
+        )
+        return
+    from app.fleet.remote import send_take
+
+    sent = send_take(settings, placement.job_id, placement.node)
+    click.echo(f"job {placement.job_id}: sent to node {placement.node} "
+               f"(command {sent.command.id})", err=True)  # fmt: skip
