@@ -238,6 +238,48 @@ def write_panes(state_dir: Path, job_ids: list[str], seconds: float) -> None:
         time.sleep(0.05)
 
 
+class GcPauses:
+    """The garbage collector's passes while it is on: how many full (gen2) ones and
+    their CPU each (the thread that triggers a pass runs it), since their pauses set
+    publish->row's tail. CPU, so the numbers do not follow the machine's load."""
+
+    def __init__(self) -> None:
+        self.full_ms: list[float] = []
+        self.young_ms = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+            return
+        spent = (time.thread_time() - self._started) * 1000
+        if info["generation"] == 2:
+            self.full_ms.append(spent)
+        else:
+            self.young_ms += spent
+
+    def start(self) -> GcPauses:
+        import gc
+
+        gc.callbacks.append(self)
+        return self
+
+    def stop(self) -> None:
+        import gc
+
+        gc.callbacks.remove(self)
+
+    def summary(self) -> dict[str, float]:
+        full = sorted(self.full_ms)
+        return {
+            "gc_full": len(full),
+            "gc_full_ms": sum(full),
+            "gc_full_max_ms": full[-1] if full else 0.0,
+            "gc_full_p50_ms": statistics.median(full) if full else 0.0,
+            "gc_young_ms": self.young_ms,
+        }
+
+
 async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) -> dict[str, Any]:
     from app.tui.widgets.jobs_table import JobsTable
     from app.tui.widgets.pane_tail import PaneTail
@@ -288,6 +330,7 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
             table.move_cursor(row=table.get_row_index(preview[0]))
             await pilot.press("l")
         started_ms = now_ms()
+        pauses = GcPauses().start()
         writer = subprocess.Popen([*HERE, "_panes", str(state_dir), str(seconds), *preview])
         publisher = subprocess.Popen(
             [
@@ -314,6 +357,7 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
         while len(painted) < sent["events"] and time.monotonic() < deadline:
             await pilot.pause(0.05)
         caught_up_ms = now_ms() - sent["ended_ms"]
+        pauses.stop()
         main_cpu, process_cpu = time.thread_time() - main_cpu, time.process_time() - process_cpu
         deltas = app.polls_applied - deltas
     latencies.sort()
@@ -337,6 +381,7 @@ async def latency(state_dir: Path, rate: int, seconds: float, previewed: int) ->
         "main_cpu_per_delta_ms": main_cpu * 1000 / max(deltas, 1),
         "main_cpu_per_event_ms": main_cpu * 1000 / max(sent["events"], 1),
         "process_cpu_s": process_cpu,
+        **pauses.summary(),
     }
 
 
@@ -551,6 +596,13 @@ def main() -> None:
             f"{live['main_cpu_per_delta_ms']:.1f} / {live['main_cpu_per_event_ms']:.2f}",
             "",
             f"{live['deltas']} deltas drawn; process CPU {live['process_cpu_s']:.1f} s",
+        ),
+        (
+            "full GCs: count / CPU p50 / max / total (ms)",
+            f"{live['gc_full']} / {live['gc_full_p50_ms']:.0f} / {live['gc_full_max_ms']:.0f}"
+            f" / {live['gc_full_ms']:.0f}",
+            "",
+            f"young GCs {live['gc_young_ms']:.0f} ms CPU in all",
         ),
         ("publish->row p50 (ms)", f"{live['p50_ms']:.0f}", "", ""),
         ("publish->row p99 (ms)", f"{live['p99_ms']:.0f}", "", "target <= 100 ms"),

@@ -21,7 +21,7 @@ import socket
 import socketserver
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,7 +117,8 @@ class Recorder:
 
 
 class HookReceiver:
-    """The listening socket and its threads; ``serving`` runs one for a block."""
+    """The listening socket and its threads (app/hookrx/slot.py decides which process
+    runs one: only the holder of the state dir's receiver lock)."""
 
     def __init__(
         self, state_dir: Path, *, report: Callable[[str], None] = lambda line: None
@@ -138,7 +139,7 @@ class HookReceiver:
             self.report(f"hook receiver off: {directory} is not this user's private directory")
             return False
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()  # a dead supervisor's: the lock holder owns the socket
+            self.path.unlink()  # a dead receiver's: the receiver lock's holder owns it
         receiver = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -263,21 +264,3 @@ def safe_dir(directory: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
-
-
-@contextlib.contextmanager
-def serving(
-    state_dir: Path, report: Callable[[str], None] = lambda line: None
-) -> Iterator[HookReceiver | None]:
-    """A receiver for the block (None if it could not listen: hooks then fall back)."""
-    try:
-        receiver = HookReceiver(state_dir, report=report)
-        started = receiver.start()
-    except Exception as exc:  # hooks fall back to the full path: said, never fatal
-        report(f"hook receiver off: {exc}")
-        yield None
-        return
-    try:
-        yield receiver if started else None
-    finally:
-        receiver.close()

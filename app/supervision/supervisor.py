@@ -5,8 +5,9 @@ It runs `orchestrate supervise`, started detached by whatever starts an agent,
 holds ``<state>/supervisor.lock`` so there is only ever one, and exits on its own
 once no job has run for a while or its tmux server is gone. Observing twice is
 harmless (the registry drops repeated sightings), so a control room or a waiting
-`submit` may observe beside it. While it runs it is also the hook receiver
-(app/hookrx/receiver.py): agents' hooks are recorded here, not in a new process each.
+`submit` may observe beside it. While it runs it also receives agents' hooks
+(app/hookrx/receiver.py), unless a control room already does: one of them holds the
+receiver lock, the other stands by to take over (app/hookrx/slot.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from app.agents.env import spawn_orchestrate
-from app.hookrx.receiver import serving
+from app.hookrx.slot import receiving
 from app.settings import JOB_ENV, JOB_TOKEN_ENV, TMUX_SOCKET_ENV, Settings
 from app.supervision.log_watch import LogWatch
 from app.supervision.reconcile import ReconcileReport
@@ -118,7 +119,7 @@ def supervise(
         if lock is None:
             report("another supervisor already runs for this state dir")
             return 3
-        with serving(state_dir, report):
+        with receiving(state_dir, report):
             passes(orchestrator, interval, idle_exit_sec, report, after_pass)
     return 0
 

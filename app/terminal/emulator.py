@@ -249,8 +249,28 @@ class TerminalEmulator:
     def __init__(
         self, columns: int = PANE_COLUMNS, lines: int = PANE_LINES, history: int = HISTORY_LINES
     ) -> None:
+        self._size = (columns, lines, history)
         self._screen = _Screen(columns, lines, history)
         self._stream = _Stream(self._screen)
+
+    def reset(self) -> None:
+        """Start again from an empty screen and scrollback (a log cut or skipped)."""
+        self.close()
+        self._screen = _Screen(*self._size)
+        self._stream = _Stream(self._screen)
+
+    def close(self) -> None:
+        """Let go of the screen's cells now. pyte's screen and stream each hold a cycle
+        (the buffer's default factory closes over the screen; the stream's parser is a
+        generator over the stream), so a dropped emulator, with its thousands of cells,
+        waited for a full garbage collection, which it made longer: one every time a
+        preview moved to another pane. Emptied, only a few small objects wait."""
+        screen = self._screen
+        screen.buffer.clear()
+        screen.scrollback.clear()
+        screen._main_screen = None
+        self._stream.listener = None
+        self._stream._parser = None
 
     def feed(self, data: bytes) -> None:
         """Take more of the pane's byte stream (any chunking, even mid-character)."""

@@ -17,10 +17,10 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from app.tui import heap
 from app.tui.commands import BINDINGS, COMMANDS, ControlRoomCommands, unshadowed
 from app.tui.demo_agents import DemoAgents
 from app.tui.handover import ActionFailed, Handover
-from app.tui.heap import freeze_startup_heap
 from app.tui.inbox_actions import InboxActions
 from app.tui.mailbox import DeltaMailbox
 from app.tui.messages import (
@@ -148,7 +148,11 @@ class ControlRoomApp(PolicyActions, InboxActions):
         Screens' and widgets' `notify` come here too."""
         toast(self, message, title=title, severity=severity, timeout=timeout)
 
+    def on_load(self) -> None:
+        heap.pause_collection()  # until the first rows are drawn (app/tui/heap.py)
+
     def on_mount(self) -> None:
+        self.set_timer(heap.FIRST_DELTA_GRACE_S, heap.resume_collection)
         # The first poll reads a screenful of jobs and events: started after the
         # first frame, so its Python work does not contend with that frame for the GIL.
         self.call_after_refresh(self._poll)
@@ -166,6 +170,7 @@ class ControlRoomApp(PolicyActions, InboxActions):
         self.poller.bridge()
 
     def on_unmount(self) -> None:
+        heap.resume_collection()
         self._stopping.set()
         self.signals.closed()
         self.source.close()
@@ -270,7 +275,7 @@ class ControlRoomApp(PolicyActions, InboxActions):
         self.signals.observe(delta.jobs, delta.removed_job_ids, self.main.needs_you_jobs)
         self.polls_applied += 1
         if self.polls_applied == 1:  # once its rows are on screen
-            self.call_after_refresh(freeze_startup_heap)
+            self.call_after_refresh(heap.freeze_startup_heap)
             if self.history_read_ahead_s is not None:
                 self.set_timer(self.history_read_ahead_s, self._read_history_ahead)
             if self.history_recheck_s is not None:
@@ -435,13 +440,7 @@ class ControlRoomApp(PolicyActions, InboxActions):
         for text, severity in resumed.notices():
             self.post_message(Notice(text, severity))
 
-    @work(
-        thread=True,
-        exclusive=True,
-        exit_on_error=False,
-        group="find-log",
-        description="Finding the pane log",
-    )
+    @work(thread=True, exclusive=True, exit_on_error=False, group="find-log")
     def find_log(self, job_id: str) -> None:
         """Where ``job_id``'s pane log is, for the main screen's split or the inbox."""
         self.post_message(LogPath(job_id, self.source.job_detail(job_id).pane_log_path))

@@ -8,6 +8,7 @@ instead of a crash before it starts.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import threading
@@ -24,6 +25,7 @@ from app.agents import built_in_adapters
 from app.approvals.question import AgentAnswers
 from app.control import Orchestrator
 from app.control.demo_fleet import start_demo, stop_demo
+from app.hookrx.slot import ReceiverSlot
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.review.worktree import default_worktree
@@ -97,6 +99,7 @@ class RegistrySource:
         orchestrator: Orchestrator | None = None,
         bridge: IngestBridge | None = None,
         clock_ms: Callable[[], int] = now_ms,
+        receive_hooks: bool = False,
     ) -> None:
         self.settings = settings
         self.tmux_socket = tmux_socket
@@ -119,6 +122,8 @@ class RegistrySource:
         self._interrupted = 0
         self._interrupted_told = 0  # how many interrupted jobs the last notice named
         self._room_lock = ControlRoomLock(settings.state_dir)
+        self.hooks = ReceiverSlot(settings.state_dir, self._hook_report) if receive_hooks else None
+        """Agents' hooks received here while no other process (the supervisor) does."""
         self.review_service = ReviewService(self._review_flow)
 
     # -- lazily opened parts --------------------------------------------------
@@ -381,6 +386,8 @@ class RegistrySource:
         """Mark the control room's start on the bus (History shows restarts); a notice
         when another control room already has this state dir open (both work)."""
         holder = self._room_lock.acquire()
+        if self.hooks is not None:
+            self.hooks.stand_by()
         self.registry.bus.publish(
             Outgoing(
                 type=MessageType.CONTROL_STARTED,
@@ -394,8 +401,20 @@ class RegistrySource:
         return f"Another control room ({who}) has this state dir open: both work, on one registry"
 
     def close(self) -> None:
-        """The app is closing: another control room may now be the first."""
+        """The app is closing: another control room may now be the first, and the
+        supervisor (or another control room) the hook receiver."""
+        if self.hooks is not None:
+            self.hooks.close()
         self._room_lock.release()
+
+    def _hook_report(self, line: str) -> None:
+        """The hook receiver's lines (its own words only, never agent text) go to a log,
+        as the supervisor's do: a refused request is no news for the person watching."""
+        log = self.settings.state_dir / "logs" / "hook-receiver.log"
+        with contextlib.suppress(OSError):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
     def reconcile(self) -> str | None:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
@@ -472,7 +491,8 @@ class RegistrySource:
 
 def open_source(settings: Settings, *, tmux_socket: str | None = None) -> RegistrySource:
     """The source over the registry in `settings.state_dir`, with the MQTT ingest bridge
-    of the `MQTT_*` environment (none without a broker).
+    of the `MQTT_*` environment (none without a broker), receiving agents' hooks
+    whenever no other process does (app/hookrx/slot.py).
 
     Opening touches nothing: the database is opened by the first poll, in a
     worker, so a broken one becomes a notice in the running app.
@@ -480,4 +500,4 @@ def open_source(settings: Settings, *, tmux_socket: str | None = None) -> Regist
     from registry.ingest import bridge_from_env
 
     bridge = bridge_from_env(settings.state_dir, busy_timeout_ms=settings.busy_timeout_ms)
-    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge)
+    return RegistrySource(settings, tmux_socket=tmux_socket, bridge=bridge, receive_hooks=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.control import Orchestrator
-from app.hookrx.receiver import serving
+from app.hookrx.slot import serving
 from app.selftest.models.script import Script
 from tests.agents.agent_cases import AGENTS
 from tests.agents.clis import require

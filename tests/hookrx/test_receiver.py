@@ -19,7 +19,8 @@ import pytest
 from app.agents import adapter_for
 from app.approvals.decision import decide
 from app.hookrx import client, hook_command
-from app.hookrx.receiver import HookReceiver, serving
+from app.hookrx.receiver import HookReceiver
+from app.hookrx.slot import serving
 from registry.activity import Observation
 from registry.jobs import Registry
 from registry.vocabulary import Activity, Answer, MessageType

@@ -13,7 +13,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from app.terminal.emulator import TerminalEmulator
 from app.tui.safe_text import as_text
@@ -96,6 +96,14 @@ class PaneTail(ScrollView, can_focus=True):
                 return
             time.sleep(POLL_INTERVAL_S)
         terminal = TerminalEmulator()
+        try:
+            self._follow(path, terminal, worker)
+        finally:
+            terminal.close()
+
+    def _follow(self, path: Path, terminal: TerminalEmulator, worker: Worker[None]) -> None:
+        """Feed the log's new bytes to ``terminal`` and post what it shows, until
+        cancelled (a log cut or far ahead starts a new emulator)."""
         with path.open("rb") as handle:
             while not worker.is_cancelled:
                 size = os.fstat(handle.fileno()).st_size
@@ -103,7 +111,7 @@ class PaneTail(ScrollView, can_focus=True):
                 if size < handle.tell() or size - handle.tell() > skip_ahead:
                     # the log was cut, or grows faster than it is worth replaying:
                     # rebuild the screen from its last replay_bytes
-                    terminal = TerminalEmulator()
+                    terminal.reset()
                     handle.seek(max(size - self.replay_bytes, 0))
                     if handle.tell():
                         handle.readline()  # start on a line, not inside an escape sequence
