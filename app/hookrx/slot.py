@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -161,3 +162,18 @@ def serving(
         yield slot.receiver
     finally:
         slot.close()
+
+
+def log_report(state_dir: Path) -> Callable[[str], None]:
+    """A receiver's report that appends its lines (its own words only, never agent
+    text) to ``<state>/logs/hook-receiver.log``: for a control room, where a refused
+    request is no news for the person watching."""
+    log = state_dir / "logs" / "hook-receiver.log"
+
+    def report(line: str) -> None:
+        with contextlib.suppress(OSError):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+
+    return report

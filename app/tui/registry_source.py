@@ -8,7 +8,6 @@ instead of a crash before it starts.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import os
 import threading
@@ -25,7 +24,7 @@ from app.agents import built_in_adapters
 from app.approvals.question import AgentAnswers
 from app.control import Orchestrator
 from app.control.demo_fleet import start_demo, stop_demo
-from app.hookrx.slot import ReceiverSlot
+from app.hookrx.slot import ReceiverSlot, log_report
 from app.review.flow import ReviewFlow
 from app.review.service import ReviewService
 from app.review.worktree import default_worktree
@@ -122,7 +121,11 @@ class RegistrySource:
         self._interrupted = 0
         self._interrupted_told = 0  # how many interrupted jobs the last notice named
         self._room_lock = ControlRoomLock(settings.state_dir)
-        self.hooks = ReceiverSlot(settings.state_dir, self._hook_report) if receive_hooks else None
+        self.hooks = (
+            ReceiverSlot(settings.state_dir, log_report(settings.state_dir))
+            if receive_hooks
+            else None
+        )
         """Agents' hooks received here while no other process (the supervisor) does."""
         self.review_service = ReviewService(self._review_flow)
 
@@ -406,15 +409,6 @@ class RegistrySource:
         if self.hooks is not None:
             self.hooks.close()
         self._room_lock.release()
-
-    def _hook_report(self, line: str) -> None:
-        """The hook receiver's lines (its own words only, never agent text) go to a log,
-        as the supervisor's do: a refused request is no news for the person watching."""
-        log = self.settings.state_dir / "logs" / "hook-receiver.log"
-        with contextlib.suppress(OSError):
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with log.open("a", encoding="utf-8") as handle:
-                handle.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
     def reconcile(self) -> str | None:
         """Let the orchestrator catch dead panes, expired leases and vanished sessions;
