@@ -10,10 +10,15 @@ from textual.pilot import Pilot
 from app.tui.app import ControlRoomApp
 from app.tui.widgets.jobs_table import JobsTable
 
+# A bound for a wait, not a timed assertion: a passing test returns as soon as its
+# state holds. At 10 s, a full run at load average ~25 (eight engineers on 2 cores)
+# failed two waits (a fake build finishing, a pane tail drawn) that pass when alone.
+WAIT_S = 30.0
+
 
 async def wait_until(pilot: Pilot[object], predicate: Callable[[], object], what: str = "") -> None:
     """Let the app run until `predicate()` holds; fail after a generous deadline."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_S
     while not predicate():
         assert time.monotonic() < deadline, f"gave up waiting for {what or predicate}"
         await pilot.pause(0.02)
@@ -33,7 +38,7 @@ async def settled(pilot: Pilot[object], quiet_s: float = 0.05) -> None:
     nothing of work waiting on a refresh (the events log's scroll to its end, the
     footer's recompose after the bindings change): on a busy CI machine the main
     screen's snapshot was once taken before the screen had settled."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_S
     previous = ""
     while True:
         await pilot.pause(quiet_s)

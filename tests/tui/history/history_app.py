@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from app.tui.screens.history import HistoryScreen
 from app.tui.widgets.history_charts import HistoryChart
 from tests.tui.fake_source import FakeSource, fixed_clock
 from tests.tui.tui_helpers import settled, wait_until
+
+SIZE = (120, 40)
 
 
 class HistoryApp(ControlRoomApp):
@@ -53,3 +56,13 @@ async def open_history(pilot: Pilot[Any]) -> HistoryScreen:
     )
     await settled(pilot)
     return screen
+
+
+AppFactory = Callable[[], HistoryApp]
+
+
+def charts_shown(screen: HistoryScreen) -> bool:
+    """Every chart of the screen is on and has its data."""
+    return screen.query_one("#charts").display and all(
+        chart.data is not None for chart in screen.query(HistoryChart)
+    )
