@@ -40,9 +40,10 @@ from registry.history.arrow_io import (
     write_tables,
 )
 from registry.history.errors import HistoryBuildFailed, NoHistoryInput
+from registry.history.job_pass import HOUR_MS
 from registry.history.schema import FACTS_DDL, HistoryPaths
 from registry.history.segments import compact, list_segments, segment_malformed
-from registry.history.spark_sql import HOUR_MS, aggregate, parse_input
+from registry.history.spark_sql import aggregate, parse_input
 from registry.history.stage_progress import STAGE_POLL_S, stage_progress
 from registry.history.watermark import (
     BuildState,

@@ -69,6 +69,10 @@ def create_session(
     if master.startswith("local"):
         # Loopback only; a real cluster's executors must reach the driver's address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # The per-job pass (registry.history.job_pass) runs in Python workers; PySpark
+    # starts them with `python3` from PATH unless told, which may lack numpy, pyarrow
+    # or this package. A user's own PYSPARK_PYTHON (a cluster's) still wins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     builder = builder.config("spark.driver.memory", driver_memory)
     for key, value in SESSION_CONF.items():
