@@ -1,9 +1,11 @@
 """The Spark SQL of the history build: the texts and the calls that run them.
 
-Three statements, each a named text: ``FLAG_SQL`` checks every input line,
-``FACTS_SQL`` keeps the well-formed lines as facts, and ``AGGREGATE_SQL`` turns the
-facts of whole jobs into the hourly aggregates, usage, restart markers and open
-jobs that ``registry.history.schema`` defines. Kept apart from the build driver
+Four statements, each a named text: ``FLAG_SQL`` checks every input line,
+``FACTS_SQL`` keeps the well-formed lines as facts, ``CODED_SQL`` gives each fact of
+whole jobs its small code for the per-job pass (``job_pass``, on each partition of
+the one shuffle by job), and ``FINAL_SQL`` sums that pass's partials into the hourly
+aggregates, usage, restart markers and open jobs that ``registry.history.schema``
+defines. Kept apart from the build driver
 (``spark_job``: what to read, what to write, the watermark) so each can be read
 alone; ``aggregate_py`` is the plain-Python reference these must equal.
 """
