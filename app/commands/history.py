@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -100,14 +101,15 @@ def build(
     from registry.history.jvm import plan_jvm
     from registry.history.segments import bytes_to_read as segment_bytes
     from registry.history.spark_job import run_build
-    from registry.history.spark_session import create_session, stop_session
+    from registry.history.spark_session import create_session, end_jvm, stop_session
     from registry.history.watermark import build_lock, bytes_to_read, resolve_input
 
     if not java_available():
         raise JavaNotFound()
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
-    _QUIET.stopped = False
+    _STOP.requested, _STOP.end_jvm = False, None
+    sys.unraisablehook = _unraisable
     for handler in logging.getLogger().handlers:
         handler.addFilter(_QUIET)
     paths = HistoryPaths(settings.state_dir)
@@ -130,7 +132,8 @@ def build(
         )
         # PySpark's own Ctrl-C handler cancels the jobs through the py4j connection
         # the interrupted call is reading: a reentrant call and a logged traceback.
-        # The build stops anyway, so Ctrl-C ends it as SIGTERM does.
+        # The build stops anyway, so Ctrl-C ends it as SIGTERM does, JVM first.
+        _STOP.end_jvm = functools.partial(end_jvm, spark, jvm)
         signal.signal(signal.SIGINT, _interrupt)
         try:
             report = run_build(
@@ -141,12 +144,18 @@ def build(
                 cutoff_ms=cutoff_ms,
                 progress=_progress,
             )
-        except BaseException:
-            stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
+            _raise_if_stopped()
+        except BaseException as exc:
+            # kills a recording JVM (no half archive), and an interrupted build's JVM
+            stop_session(spark, jvm, failed=True, interrupted=_STOP.requested)
+            if _STOP.requested and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None  # the Spark call the dead JVM failed
             raise
         if jvm.recording is not None:
             _progress("saving the JVM class archive (once)")
-        if stop_session(spark, jvm):
+        saved = stop_session(spark, jvm)
+        _raise_if_stopped()
+        if saved:
             _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
@@ -172,12 +181,40 @@ def _full_build_repairs(*, unless: bool = False) -> Iterator[None]:
         raise CorruptHistory(f"{reason}; {hint}") from None
 
 
+class _Stop:
+    """Whether the person stopped the build (Ctrl-C, the TUI closing), and how to end
+    its JVM once Spark is up."""
+
+    requested = False
+    end_jvm: Callable[[], None] | None = None
+
+
+_STOP = _Stop()
+
+
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM (the TUI closing during a rebuild, `kill`) or SIGHUP (its terminal
     closed) ends a build as Ctrl-C does, through its clean-up: by default Python would
-    just die and leave the JVM behind."""
-    _QUIET.stopped = True
+    just die and leave the JVM behind. The JVM is signalled first: the exception
+    raised here is lost when the signal lands in a finalizer (py4j's run often), and
+    a build without its JVM cannot go on."""
+    _STOP.requested = True
+    if _STOP.end_jvm is not None:
+        _STOP.end_jvm()
     raise KeyboardInterrupt
+
+
+def _raise_if_stopped() -> None:
+    """The build was stopped, though its KeyboardInterrupt was lost in a finalizer."""
+    if _STOP.requested:
+        raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """Once the build is stopped, the KeyboardInterrupt a finalizer swallowed is not
+    news ("aborted" says it); anything else is reported as Python would."""
+    if not (_STOP.requested and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+        sys.__unraisablehook__(unraisable)
 
 
 class _QuietWhenStopped(logging.Filter):
@@ -185,10 +222,8 @@ class _QuietWhenStopped(logging.Filter):
     about the connection being torn down: tracebacks of the interrupted call and of
     its shutdown. "aborted" says what happened; anything else still gets through."""
 
-    stopped = False
-
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.stopped and record.name.partition(".")[0] in ("py4j", "root"))
+        return not (_STOP.requested and record.name.partition(".")[0] in ("py4j", "root"))
 
 
 _QUIET = _QuietWhenStopped()
