@@ -289,7 +289,7 @@ def main() -> None:
 
     floor_s = best("segments: floor (read every column + groupBy)", seg_floor)
     shuffle_s = best("segments: floor + one shuffle/sort by job", seg_shuffle)
-    agg_s = best("segments: the build's aggregation", lambda: aggregate(seg_frame(), 0).toArrow())
+    agg_s = best("segments: the build's aggregation", lambda: aggregate(seg_frame(), 0))
 
     def up_to(step: str) -> None:
         frame = aggregate_step(seg_frame(), 0, step)

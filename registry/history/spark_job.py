@@ -353,18 +353,18 @@ def _aggregate(
         if not full and paths.aggregates.exists():
             progress("the last aggregates cannot be read: recomputing them from every fact")
         progress("aggregating per hour and agent")
-        written = write_tables(aggregate(all_facts(), cutoff).toArrow(), paths, None)
+        written = write_tables(aggregate(all_facts(), cutoff), paths, None)
     elif since is not None:
         facts = files()
         jobs = touched_jobs(facts, since, base.open_jobs)
         if len(jobs) > MAX_CONTEXT_JOBS:  # a big catch-up: one full pass is cheaper
             progress(f"aggregating per hour and agent ({counted(len(jobs), 'job')} touched)")
-            written = write_tables(aggregate(all_facts(), cutoff).toArrow(), paths, None)
+            written = write_tables(aggregate(all_facts(), cutoff), paths, None)
         else:
             when = datetime.fromtimestamp(since / 1000, tz=UTC).strftime("%Y-%m-%d %H:00")
             progress(f"re-aggregating the hours from {when} UTC ({counted(len(jobs), 'job')})")
             context = _context(spark, facts, since, jobs)
-            written = write_tables(aggregate(context, cutoff).toArrow(), paths, since)
+            written = write_tables(aggregate(context, cutoff), paths, since)
     else:
         return -1
     state.open_jobs = written.open_jobs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -14,6 +15,7 @@ import pytest
 from registry.history import job_pass as jp
 from registry.history.aggregate_py import Aggregates, aggregate_facts, facts_of_lines, hour_of
 from registry.history.facts import Fact
+from registry.history.final_merge import merge_partials
 from registry.history.schema import (
     CONTROL_STARTED,
     JOB_EVENT,
@@ -22,7 +24,6 @@ from registry.history.schema import (
     JOB_USAGE,
     TOKEN_COLUMNS,
     UNKNOWN_AGENT,
-    exact_percentile,
 )
 from registry.vocabulary import JobStatus
 from tests.history.history_files import suite_events
@@ -82,63 +83,36 @@ INPUT_SCHEMA = pa.schema(
 
 
 def summed(rows: list[dict[str, Any]]) -> Aggregates:
-    """The partials summed per key, as ``spark_sql.FINAL_SQL`` does, in the reference's
-    row shapes."""
-    keys = ("hour_ms", "agent", "model", "measured", "open_job")
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows:
-        key = tuple(row[k] for k in keys)
-        into = groups.get(key)
-        if into is None:
-            groups[key] = dict(row)
-            continue
-        for name, value in row.items():
-            if name in keys:
-                continue
-            if name in jp.VALUE_COLUMNS:
-                into[name] = into[name] + value
-            elif name == "agent_cost_micro_usd":
-                if value is not None:
-                    into[name] = (into[name] or 0) + value
-            else:
-                into[name] += value
+    """The partials merged per key on the driver (``final_merge``, as a build does), in
+    the reference's row shapes: every count, percentile and rate as merged, none
+    recomputed here."""
+    merged = merge_partials(pa.Table.from_pylist(rows, jp.PARTIAL_SCHEMA))
     hourly, usage, markers, open_jobs = [], [], [], []
-    for (hour_ms, agent, model, measured, open_job), row in sorted(
-        groups.items(), key=lambda item: tuple((v is None, v) for v in item[0])
+    for row in sorted(
+        merged.to_pylist(),
+        key=lambda r: tuple((r[k] is None, r[k]) for k in ("hour_ms", "agent", "model")),
     ):
+        hour_ms, agent, model, open_job = (
+            row["hour_ms"],
+            row["agent"],
+            row["model"],
+            row["open_job"],
+        )
         if open_job is not None:
             open_jobs.append(open_job)
         elif agent is None:
             markers.append({"hour": hour_of(hour_ms), "restarts": row["restarts"]})
         elif model is not None:
             usage.append(
-                {"hour": hour_of(hour_ms), "agent": agent, "model": model, "measured": measured,
-                 "messages": row["messages"], **{n: row[n] for n in TOKEN_COLUMNS},
+                {"hour": hour_of(hour_ms), "agent": agent, "model": model,
+                 "measured": row["measured"], "messages": row["messages"],
+                 **{n: row[n] for n in TOKEN_COLUMNS},
                  "agent_cost_micro_usd": row["agent_cost_micro_usd"]}
             )  # fmt: skip
         else:
-            hourly.append(hourly_row(hour_ms, agent, row))
+            assert row["hour"] == datetime.fromtimestamp(hour_ms / 1000, UTC)
+            hourly.append({"hour": hour_of(hour_ms), **row})
     return Aggregates(hourly, usage, markers, sorted(open_jobs), 0)
-
-
-def hourly_row(hour_ms: int, agent: str, row: dict[str, Any]) -> dict[str, Any]:
-    out = {"hour": hour_of(hour_ms), "agent": agent}
-    for name in ("events", "jobs_registered", "jobs_started", "jobs_completed", "jobs_errored",
-                 "jobs_cancelled", "retries", "answered"):  # fmt: skip
-        out[name] = row[name]
-    for name in row:
-        if name.endswith("_ms") and name != "hour_ms":
-            out[name] = row[name]
-    ended = row["jobs_completed"] + row["jobs_errored"]
-    out["error_rate"] = row["jobs_errored"] / ended if ended else None
-    for measure in ("run", "queue_wait", "response"):
-        values = sorted(row[f"{measure}_values"])
-        out[f"{measure}_values"] = values
-        out[f"{measure}_ms_p50"] = exact_percentile(values, 0.5)
-        out[f"{measure}_ms_p95"] = exact_percentile(values, 0.95)
-    out["runs"], out["queue_waits"] = len(out["run_values"]), len(out["queue_wait_values"])
-    out["asks"] = len(out["response_values"])
-    return out
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
