@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,9 @@ from registry.history.summary import duration
 from registry.wording import counted
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from registry.history.jvm import JvmPlan
     from registry.history.reader import HourlyAggregate, RestartMarker
     from registry.history.summary import RangeSummary
 
@@ -87,6 +91,18 @@ def history() -> None:
     help="Start the JVM from a class-data-sharing archive (~190 MB, recorded by the "
     "first build) in ORCHESTRATE_CACHE_DIR or ~/.cache/orchestrate.",
 )
+@click.option(
+    "--warm-up",
+    is_flag=True,
+    help="Run a tiny build of generated events first, so the real one finds Spark warm.",
+)
+@click.option(
+    "--when-told",
+    is_flag=True,
+    help="Start Spark and warm it up, print 'history: ready', then build only once "
+    "'go' arrives on stdin (the History screen starts it when opened); end of input "
+    "stops Spark without building.",
+)
 @click.pass_obj
 def build(
     settings: Settings,
@@ -95,44 +111,48 @@ def build(
     input_uri: str | None,
     driver_memory: str,
     class_archive: bool,
+    warm_up: bool,
+    when_told: bool,
 ) -> None:
     """Read the bus export, append facts parquet, recompute hourly aggregates."""
-    from registry.history.jvm import plan_jvm
-    from registry.history.segments import bytes_to_read as segment_bytes
     from registry.history.spark_job import run_build
-    from registry.history.spark_session import create_session, stop_session
-    from registry.history.watermark import build_lock, bytes_to_read, resolve_input
+    from registry.history.spark_session import stop_session
+    from registry.history.watermark import build_lock
 
     if not java_available():
         raise JavaNotFound()
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
-    _QUIET.stopped = False
+    _STOP.requested, _STOP.end_jvm = False, None
+    sys.unraisablehook = _unraisable
     for handler in logging.getLogger().handlers:
         handler.addFilter(_QUIET)
     paths = HistoryPaths(settings.state_dir)
+    start = functools.partial(
+        _start_spark, settings, paths, master, driver_memory, class_archive, input_uri, full
+    )
+    started = None
+    if when_told:  # Spark starts before the lock: a build from the CLI meanwhile still runs
+        started = start(warm_up=True)
+        _progress("ready: waiting for 'go' on stdin")
+        with _stopped_if_failed(*started):
+            told = sys.stdin.readline().strip() == "go"
+        if not told:
+            stop_session(*started)
+            _progress("not told to go: Spark stopped, nothing built")
+            return
     # The lock before anything slow: a second build is refused at once.
-    with build_lock(paths), _full_build_repairs(unless=full):
+    with (
+        _stopped_if_failed(*started) if started else contextlib.nullcontext(),
+        build_lock(paths),
+        _full_build_repairs(unless=full),
+    ):
         cutoff_ms: int | None = None
-        read_bytes: int | None
         if input_uri is None and settings.db_path.exists():
             # the default input: the bus itself, brought up to date first
             cutoff_ms = _bring_segments_up_to_date(settings)
-            read_bytes = segment_bytes(paths, full)
-        else:
-            spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
-            read_bytes = bytes_to_read(spec, paths, full)
-        jvm = plan_jvm(find_cache_dir() if class_archive else None, read_bytes)
-        _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
-        _progress(jvm.describe())
-        spark = create_session(
-            master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm
-        )
-        # PySpark's own Ctrl-C handler cancels the jobs through the py4j connection
-        # the interrupted call is reading: a reentrant call and a logged traceback.
-        # The build stops anyway, so Ctrl-C ends it as SIGTERM does.
-        signal.signal(signal.SIGINT, _interrupt)
-        try:
+        spark, jvm = started or start(warm_up=warm_up)
+        with contextlib.nullcontext() if started else _stopped_if_failed(spark, jvm):
             report = run_build(
                 spark,
                 settings.state_dir,
@@ -141,12 +161,12 @@ def build(
                 cutoff_ms=cutoff_ms,
                 progress=_progress,
             )
-        except BaseException:
-            stop_session(spark, jvm, failed=True)  # kills a recording JVM: no half archive
-            raise
+            _raise_if_stopped()
         if jvm.recording is not None:
             _progress("saving the JVM class archive (once)")
-        if stop_session(spark, jvm):
+        saved = stop_session(spark, jvm)
+        _raise_if_stopped()
+        if saved:
             _progress(f"class archive saved: {jvm.target}")
     kind = "full" if report.full else "incremental"
     click.echo(
@@ -156,6 +176,62 @@ def build(
         f"{counted(report.facts_rows, 'fact')} in all; "
         f"{report.seconds:.1f} s"
     )
+
+
+def _start_spark(
+    settings: Settings,
+    paths: HistoryPaths,
+    master: str,
+    driver_memory: str,
+    class_archive: bool,
+    input_uri: str | None,
+    full: bool,
+    *,
+    warm_up: bool,
+) -> tuple[SparkSession, JvmPlan]:
+    """The build's Spark session, its JVM planned for the bytes it will read; warmed
+    up with a tiny build (``registry.history.warm_up``) when asked."""
+    from registry.history.jvm import plan_jvm
+    from registry.history.segments import bytes_to_read as segment_bytes
+    from registry.history.spark_job import warm_up as run_warm_up
+    from registry.history.spark_session import create_session, end_jvm
+    from registry.history.watermark import bytes_to_read, resolve_input
+
+    read_bytes: int | None
+    if input_uri is None and settings.db_path.exists():
+        read_bytes = segment_bytes(paths, full)
+    else:
+        spec = resolve_input(input_uri, paths)  # a missing export fails before the JVM
+        read_bytes = bytes_to_read(spec, paths, full)
+    jvm = plan_jvm(find_cache_dir() if class_archive else None, read_bytes)
+    _progress(f"starting Spark (master {master}; JVM log in {paths.spark_log})")
+    _progress(jvm.describe())
+    spark = create_session(master, driver_memory=driver_memory, log_path=paths.spark_log, jvm=jvm)
+    # PySpark's own Ctrl-C handler cancels the jobs through the py4j connection the
+    # interrupted call is reading: a reentrant call and a logged traceback. The build
+    # stops anyway, so Ctrl-C ends it as SIGTERM does, JVM first.
+    _STOP.end_jvm = functools.partial(end_jvm, spark, jvm)
+    signal.signal(signal.SIGINT, _interrupt)
+    if warm_up:
+        with _stopped_if_failed(spark, jvm):
+            _progress(f"warmed up Spark in {run_warm_up(spark):.1f} s")
+    return spark, jvm
+
+
+@contextlib.contextmanager
+def _stopped_if_failed(spark: SparkSession, jvm: JvmPlan) -> Iterator[None]:
+    """Whatever ends the block early stops Spark: a recording JVM is killed (no half
+    archive), so is an interrupted build's. Stopped by the person, the build ends as
+    interrupted whatever the Spark call its dead JVM failed raised."""
+    from registry.history.spark_session import stop_session
+
+    try:
+        yield
+    except BaseException as exc:
+        stop_session(spark, jvm, failed=True, interrupted=_STOP.requested)
+        if _STOP.requested and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
 
 
 @contextlib.contextmanager
@@ -172,12 +248,40 @@ def _full_build_repairs(*, unless: bool = False) -> Iterator[None]:
         raise CorruptHistory(f"{reason}; {hint}") from None
 
 
+class _Stop:
+    """Whether the person stopped the build (Ctrl-C, the TUI closing), and how to end
+    its JVM once Spark is up."""
+
+    requested = False
+    end_jvm: Callable[[], None] | None = None
+
+
+_STOP = _Stop()
+
+
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM (the TUI closing during a rebuild, `kill`) or SIGHUP (its terminal
     closed) ends a build as Ctrl-C does, through its clean-up: by default Python would
-    just die and leave the JVM behind."""
-    _QUIET.stopped = True
+    just die and leave the JVM behind. The JVM is signalled first: the exception
+    raised here is lost when the signal lands in a finalizer (py4j's run often), and
+    a build without its JVM cannot go on."""
+    _STOP.requested = True
+    if _STOP.end_jvm is not None:
+        _STOP.end_jvm()
     raise KeyboardInterrupt
+
+
+def _raise_if_stopped() -> None:
+    """The build was stopped, though its KeyboardInterrupt was lost in a finalizer."""
+    if _STOP.requested:
+        raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """Once the build is stopped, the KeyboardInterrupt a finalizer swallowed is not
+    news ("aborted" says it); anything else is reported as Python would."""
+    if not (_STOP.requested and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+        sys.__unraisablehook__(unraisable)
 
 
 class _QuietWhenStopped(logging.Filter):
@@ -185,10 +289,8 @@ class _QuietWhenStopped(logging.Filter):
     about the connection being torn down: tracebacks of the interrupted call and of
     its shutdown. "aborted" says what happened; anything else still gets through."""
 
-    stopped = False
-
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.stopped and record.name.partition(".")[0] in ("py4j", "root"))
+        return not (_STOP.requested and record.name.partition(".")[0] in ("py4j", "root"))
 
 
 _QUIET = _QuietWhenStopped()

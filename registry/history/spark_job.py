@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -40,10 +41,17 @@ from registry.history.arrow_io import (
     write_tables,
 )
 from registry.history.errors import HistoryBuildFailed, NoHistoryInput
+from registry.history.job_pass import HOUR_MS
 from registry.history.schema import FACTS_DDL, HistoryPaths
-from registry.history.segments import compact, list_segments, segment_malformed
-from registry.history.spark_sql import HOUR_MS, aggregate, parse_input
+from registry.history.segments import (
+    compact,
+    list_segments,
+    segment_malformed,
+    segments_from_lines,
+)
+from registry.history.spark_sql import aggregate, parse_input
 from registry.history.stage_progress import STAGE_POLL_S, stage_progress
+from registry.history.synthetic import generate_lines
 from registry.history.watermark import (
     BuildState,
     ReadPlan,
@@ -60,6 +68,8 @@ from registry.wording import counted
 
 Progress = Callable[[str], None]
 
+# A warm-up build (``warm_up``): enough events for every stage of a build to run.
+WARM_UP_EVENTS = 3_000
 # Past this many jobs in the touched hours, one Spark pass over all facts beats
 # picking their facts on the driver and shipping them to Spark as a local relation.
 MAX_CONTEXT_JOBS = 20_000
@@ -352,18 +362,18 @@ def _aggregate(
         if not full and paths.aggregates.exists():
             progress("the last aggregates cannot be read: recomputing them from every fact")
         progress("aggregating per hour and agent")
-        written = write_tables(aggregate(all_facts(), cutoff).toArrow(), paths, None)
+        written = write_tables(aggregate(all_facts(), cutoff), paths, None)
     elif since is not None:
         facts = files()
         jobs = touched_jobs(facts, since, base.open_jobs)
         if len(jobs) > MAX_CONTEXT_JOBS:  # a big catch-up: one full pass is cheaper
             progress(f"aggregating per hour and agent ({counted(len(jobs), 'job')} touched)")
-            written = write_tables(aggregate(all_facts(), cutoff).toArrow(), paths, None)
+            written = write_tables(aggregate(all_facts(), cutoff), paths, None)
         else:
             when = datetime.fromtimestamp(since / 1000, tz=UTC).strftime("%Y-%m-%d %H:00")
             progress(f"re-aggregating the hours from {when} UTC ({counted(len(jobs), 'job')})")
             context = _context(spark, facts, since, jobs)
-            written = write_tables(aggregate(context, cutoff).toArrow(), paths, since)
+            written = write_tables(aggregate(context, cutoff), paths, since)
     else:
         return -1
     state.open_jobs = written.open_jobs
@@ -395,3 +405,23 @@ def _finish(
         agg_rows=agg_rows,
         seconds=seconds,
     )
+
+
+def warm_up(spark: SparkSession, events: int = WARM_UP_EVENTS) -> float:
+    """A full build of ``events`` generated events in a temporary state dir (removed
+    after; nothing of the user's history is touched), so the real build finds Spark
+    warm; returns its seconds.
+
+    The first build in a session cost several times a warm one (bench/history.py):
+    loading Spark's classes, compiling each stage's generated code, starting the
+    Python workers of the per-job pass. That is per plan, not per row, and Spark
+    caches generated code by its text, which does not name the files read: a tiny
+    build through the same code pays it ahead of time (`history build --when-told`,
+    started when the History screen opens)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="orchestrate-warm-up-") as scratch:
+        state_dir = Path(scratch)
+        lines = generate_lines(events, seed=11)
+        segments_from_lines(HistoryPaths(state_dir), lines, per_segment=events // 3)
+        run_build(spark, state_dir, full=True)
+    return time.monotonic() - started

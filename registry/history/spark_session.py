@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -69,6 +70,10 @@ def create_session(
     if master.startswith("local"):
         # Loopback only; a real cluster's executors must reach the driver's address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # The per-job pass (registry.history.job_pass) runs in Python workers; PySpark
+    # starts them with `python3` from PATH unless told, which may lack numpy, pyarrow
+    # or this package. A user's own PYSPARK_PYTHON (a cluster's) still wins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     builder = builder.config("spark.driver.memory", driver_memory)
     for key, value in SESSION_CONF.items():
@@ -94,20 +99,45 @@ def create_session(
     return spark
 
 
-def stop_session(spark: SparkSession, jvm: JvmPlan | None = None, *, failed: bool = False) -> bool:
+def end_jvm(spark: SparkSession, jvm: JvmPlan | None = None) -> None:
+    """Signal the build's JVM to end now; safe in a signal handler (one kill, no py4j).
+
+    The Ctrl-C handler's KeyboardInterrupt alone cannot stop a build: Python drops an
+    exception raised while a finalizer runs, and py4j's finalizers (each releases a
+    Java object with a round trip to the JVM) run often during a build, so the build
+    went on to its end and exited 0. With its JVM gone, its next Spark call fails. A
+    recording JVM is killed (it would write ~190 MB of archive as it exits), any other
+    terminated, so Spark's shutdown hooks remove its temporary files.
+    """
+    process = getattr(spark.sparkContext._gateway, "proc", None)
+    if process is not None:
+        recording = jvm is not None and jvm.recording is not None
+        with contextlib.suppress(OSError):
+            process.send_signal(signal.SIGKILL if recording else signal.SIGTERM)
+
+
+def stop_session(
+    spark: SparkSession,
+    jvm: JvmPlan | None = None,
+    *,
+    failed: bool = False,
+    interrupted: bool = False,
+) -> bool:
     """Stop Spark. When the JVM records a class archive, also end the JVM and wait for
     it to write the archive, then keep it (True) if it exited cleanly.
 
     The JVM writes the archive as it exits, which it does once Python closes its
     stdin (PySpark's gateway protocol); waiting here lets us rename a complete file.
-    After a ``failed`` (or interrupted) build the recording JVM is killed instead:
-    it would otherwise go on writing ~190 MB for ~16 s after we are gone, for an
-    archive of a build that did not happen.
+    After a ``failed`` build the recording JVM is killed instead: it would otherwise
+    go on writing ~190 MB for ~16 s after we are gone, for an archive of a build that
+    did not happen. An ``interrupted`` build (Ctrl-C, SIGTERM) ends its JVM whether it
+    records or not (``end_jvm``) and waits for it to be gone: nothing is left behind.
     """
     process = getattr(spark.sparkContext._gateway, "proc", None)
     recording = jvm is not None and jvm.recording is not None
-    if failed and recording and process is not None:
-        process.kill()
+    failed = failed or interrupted
+    if process is not None and (interrupted or (failed and recording)):
+        end_jvm(spark, jvm)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=JVM_EXIT_TIMEOUT_S)
     try:

@@ -214,6 +214,33 @@ def test_a_killed_first_build_leaves_no_recording_and_no_jvm(
     assert list(cache.iterdir()) == []
 
 
+@RECORDS
+def test_ctrl_c_lost_in_a_finalizer_still_stops_the_build(
+    tmp_path: Path, events: list[str]
+) -> None:
+    """Python drops the KeyboardInterrupt of a Ctrl-C that lands in a finalizer, and
+    py4j's run often during a build: the build went on and exited 0. The handler ends
+    the JVM first, so the build stops all the same, says "aborted" and exits 130."""
+    cache = tmp_path / "cache"
+    state_dir = tmp_path / "state"
+    write_export(state_dir, events)
+    wrapper = Path(__file__).with_name("interrupt_in_finalizer.py")
+    argv = [sys.executable, str(wrapper), "--state-dir", str(state_dir), "history", "build"]
+    proc = subprocess.run(
+        [*argv, *SMALL],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ORCHESTRATE_CACHE_DIR": str(cache)},
+        timeout=240,
+    )
+    said = [line for line in proc.stderr.split("\n") if line]
+    assert proc.returncode == 130, proc.stderr
+    assert [line for line in said if not line.startswith("history: ")] == ["orchestrate: aborted"]
+    assert "full build" not in proc.stdout
+    assert _processes_naming(str(cache)) == []
+    assert list(cache.iterdir()) == []
+
+
 def test_a_build_killed_while_its_jvm_starts_leaves_no_jvm(
     tmp_path: Path, events: list[str]
 ) -> None:
