@@ -26,7 +26,7 @@ from tests.agents.test_orchestrated_agents import json_text, supervise_until
 from tests.ci import missing_part
 from tests.plugin.models import ServeModel
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.slow]  # CI --all and scripts/drift run these
 
 VERSION = "2.1.332"
 CLI = clis.AGENT_BIN / ("claude" if clis.AGENT_SET == "latest" else f"claude-{VERSION}")

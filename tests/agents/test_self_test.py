@@ -55,6 +55,7 @@ pattern = '(?!)'
 """
 
 
+@pytest.mark.slow
 def test_a_rule_broken_in_the_users_rules_file_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

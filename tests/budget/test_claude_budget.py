@@ -28,7 +28,7 @@ from tests.agents.test_orchestrated_agents import supervise_until
 from tests.conftest import run_cli
 from tests.plugin.models import ServeModel
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.slow]  # CI --all and scripts/drift run it
 
 HUGE = Usage(input_tokens=2_000, output_tokens=400_000, cached_input_tokens=0)
 """At any Claude list price (Haiku's $4 per million output tokens and up) over $1."""

@@ -19,7 +19,7 @@ from tests.agents.test_orchestrated_agents import supervise_until
 from tests.conftest import run_cli
 from tests.plugin.models import ServeModel
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.slow]  # CI --all and scripts/drift run it
 
 POLICY = """
 [[rule]]

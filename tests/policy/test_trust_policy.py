@@ -54,6 +54,7 @@ def trust_rule(repo: Path, name: str = "own-trees") -> str:
 
 
 @pytest.mark.agents
+@pytest.mark.slow
 def test_orchestrates_own_work_tree_is_trusted_and_nothing_else(
     orch: Orchestrator, serve_model: ServeModel, tmp_path: Path
 ) -> None:
