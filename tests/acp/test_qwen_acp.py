@@ -82,6 +82,7 @@ def test_qwen_over_acp_waits_with_its_command_and_yes_from_the_cli_runs_it(
     orch.stop_agent(orch.registry.get(job_id), grace_sec=2)
 
 
+@pytest.mark.slow  # CI's --all: a real Qwen start costs 14-70 s under load
 def test_qwen_over_acp_is_answered_by_the_policy_with_its_rule_on_record(
     orch: Orchestrator, serve_model: ServeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

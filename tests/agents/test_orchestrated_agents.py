@@ -35,7 +35,11 @@ START_SEC = 90
 so at a load of 30 on 2 cores its dialog came after more than 40 s."""
 
 
-@pytest.fixture(params=sorted(AGENTS))
+# Qwen Code starts in 5 s quiet but 14-70 s under load: its round runs in CI's --all
+# (and scripts/drift), which keeps the default run under 5 minutes.
+@pytest.fixture(
+    params=[pytest.param(n, marks=pytest.mark.slow) if n == "qwen" else n for n in sorted(AGENTS)]
+)
 def agent(request: pytest.FixtureRequest) -> AgentCase:
     case = AGENTS[request.param]
     require(case.name)
