@@ -53,6 +53,8 @@ HOOK_EVENTS = ("UserPromptSubmit", "PermissionRequest", "PreToolUse", "Notificat
 path (Qwen waits for it): SessionStart (the id is chosen at start anyway) and PostToolUse
 (PreToolUse already said working) are read if a user's own setup sends them, not asked for."""
 NOTIFICATION_IDLE = "idle_prompt"
+INPUT_BOX = r"^─{20,}\n> [^\n]*\n─{20,}$"
+"""Its input box between its two rules, whatever it holds (working is read first)."""
 """Sent at once when the prompt is back (after Stop, and alone after a "no");
 permission_prompt repeats what PermissionRequest said 40 ms earlier."""
 HOOK_TIMEOUT_SEC = 5
@@ -113,7 +115,9 @@ class Qwen(AgentAdapter):
             gone_if_below=IDLE_PROMPT,
         ),
         ScreenRule("qwen.working", Activity.WORKING, r"esc to cancel", lines=10),
-        ScreenRule("qwen.idle", Activity.IDLE, IDLE_PROMPT, lines=10),
+        # its input box, empty (the placeholder) or holding the follow-up it suggests
+        # once a turn is over ("> Nothing more to do."): the placeholder alone missed it
+        ScreenRule("qwen.idle", Activity.IDLE, rf"{IDLE_PROMPT}|{INPUT_BOX}", lines=10),
     )
 
     def start(self, ctx: LaunchContext, argv: Sequence[str] | None = None) -> LaunchPlan:

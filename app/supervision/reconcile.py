@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from app.settings import Settings
 from app.supervision.observer import AgentObserver, Verdict
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound, TmuxError
-from app.usage.budget import BudgetWatch, pause
+from app.usage.budget import BudgetWatch, interrupt_if_working, pause
 from bus import heartbeats
 from bus.messages import Outgoing
 from registry.errors import IllegalTransition, RegistryError
@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 WATCHER_AGENT = "orchestrate"
 SCREEN_LINES = 40
+INTERRUPT_AGAIN_SEC = 3.0
+"""How long after a budget's interrupt a paused agent still seen working gets another:
+past Claude Code's redraw after an Escape (a second Escape on its prompt opens a menu)."""
 
 
 class Supervised(Protocol):
@@ -116,6 +119,8 @@ class Reconciler:
         self._lock = threading.Lock()
         self._output_lock = threading.Lock()
         self._budgets: BudgetWatch | None = None
+        self._held: dict[str, float] = {}
+        """Jobs this process paused by their budget: when it last sent their interrupt."""
 
     def run(self, only: str | None = None) -> ReconcileReport:
         """Expire leases, judge every running job's agent (or just ``only``), reconcile
@@ -166,16 +171,9 @@ class Reconciler:
             log.warning("budgets not checked: %s", exc)
             return jobs
         paused = set()
+        self._interrupt_again(jobs, panes)
         for over in crossed:
-            pane_id = panes.get(over.job.job_id)
-
-            def screen(pane_id: str | None = pane_id) -> list[str]:
-                return self._screen(pane_id) if pane_id else []
-
-            def keys(names: tuple[str, ...], pane_id: str | None = pane_id) -> None:
-                if pane_id:
-                    self.driver.send_key_names(pane_id, names)
-
+            screen, keys = self._pane_io(panes.get(over.job.job_id))
             try:
                 said = pause(
                     orch.registry, orch.settings.state_dir, over.job, over.why, screen, keys
@@ -185,9 +183,47 @@ class Reconciler:
                 continue
             log.info("job %s: %s", over.job.job_id, said)
             paused.add(over.job.job_id)
+            self._held[over.job.job_id] = time.monotonic()
         if not paused:
             return jobs
         return [orch.registry.get(job.job_id) if job.job_id in paused else job for job in jobs]
+
+    def _pane_io(
+        self, pane_id: str | None
+    ) -> tuple[Callable[[], list[str]], Callable[[tuple[str, ...]], None]]:
+        """Read the pane's screen, and send it key names (nothing without a pane)."""
+
+        def screen() -> list[str]:
+            return self._screen(pane_id) if pane_id else []
+
+        def keys(names: tuple[str, ...]) -> None:
+            if pane_id:
+                self.driver.send_key_names(pane_id, names)
+
+        return screen, keys
+
+    def _interrupt_again(self, jobs: list[Job], panes: Mapping[str, str]) -> None:
+        """The jobs this process paused by their budget whose agent still works (the
+        interrupt went unsent or unheard): interrupted again, at most every
+        INTERRUPT_AGAIN_SEC, so a second Escape never lands before the first redrew."""
+        now = time.monotonic()
+        by_id = {job.job_id: job for job in jobs}
+        for job_id, at in list(self._held.items()):
+            job = by_id.get(job_id)
+            if job is None or job.activity != Activity.PAUSED:
+                del self._held[job_id]
+                continue
+            if now - at < INTERRUPT_AGAIN_SEC:
+                continue
+            screen, keys = self._pane_io(panes.get(job_id))
+            try:
+                if interrupt_if_working(job, self.orchestrator.settings.state_dir, screen, keys):
+                    continue  # not working: nothing to stop
+            except TmuxError as exc:
+                log.warning("job %s: not interrupted again: %s", job_id, exc)
+                continue
+            log.info("job %s: paused, still working: interrupted again", job_id)
+            self._held[job_id] = now
 
     def run_output(self) -> int:
         """A quick pass between full ones: new status sequences in running jobs' output

@@ -295,13 +295,29 @@ def pause(
     held = Observation(Activity.PAUSED, budget_source(job), question=why)
     if registry.observe(job.job_id, held) is None:
         return f"not paused again ({why}): it is paused already, or no longer runs"
+    shown = interrupt_if_working(job, state_dir, screen, send_keys)
+    if shown is not None:
+        return f"paused ({why}); not interrupted: its screen shows {shown}"
+    keys = " ".join(adapter_for(job.agent, state_dir).keys.interrupt)
+    return f"paused ({why}); its turn interrupted ({keys})"
+
+
+def interrupt_if_working(
+    job: Job,
+    state_dir: Path,
+    screen: Callable[[], Sequence[str]],
+    send_keys: Callable[[tuple[str, ...]], None],
+) -> str | None:
+    """Send ``job``'s adapter's interrupt if its screen, read now, shows it working;
+    else say what the screen shows (None: sent). Also for a paused job whose screen
+    read something else at the pause (a redraw under load) and works on: the supervisor
+    tries again on a later pass, so a budget never stops only on paper."""
     adapter = adapter_for(job.agent, state_dir)
     seen = match_screen(adapter.kind, adapter.screen_rules, screen())
     if seen is None or seen.activity != Activity.WORKING or not adapter.keys.interrupt:
-        shown = seen.activity if seen is not None else "no screen rule"
-        return f"paused ({why}); not interrupted: its screen shows {shown}"
+        return str(seen.activity) if seen is not None else "no screen rule"
     send_keys(adapter.keys.interrupt)
-    return f"paused ({why}); its turn interrupted ({' '.join(adapter.keys.interrupt)})"
+    return None
 
 
 GO_ON_PROMPT: Final = (

@@ -34,7 +34,7 @@ def payload(name: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("name", "activity"),
     [("approval_dialog", "waiting"), ("working", "working"), ("idle", "idle"),
-     ("idle_after_no", "idle")],
+     ("idle_after_no", "idle"), ("idle_suggestion", "idle")],
 )  # fmt: skip
 def test_screen_rules_read_real_qwen_screens(name: str, activity: str) -> None:
     """Its input box is drawn while it works too: "esc to cancel" decides first."""

@@ -19,7 +19,9 @@ from app.settings import SCREEN_RULES_ENV, Settings
 from tests.agents.clis import AGENT_BIN, PINNED, require
 from tests.plugin.tmux import tmux_socket_path
 
-pytestmark = pytest.mark.agents
+# One worker runs them all (`--dist loadgroup`): each checks that its own private tmux
+# servers are gone, which another self-test running meanwhile would make look untrue.
+pytestmark = [pytest.mark.agents, pytest.mark.xdist_group("selftest")]
 
 # What each agent's run must show (its best signals; the rest are "-" for it).
 STRUCTURED = {

@@ -30,7 +30,7 @@ def test_doctor_reports_each_pinned_cli_as_it_really_is(cli) -> None:  # type: i
     assert result.returncode == 0, result.stderr
     rows = {row["agent"]: row for row in map(json.loads, result.stdout.splitlines())}
     # and the ACP kinds, which run whatever command a job names (no pinned CLI of their own)
-    assert set(rows) == set(PINNED) | {"acp", "gemini-acp"}
+    assert set(rows) == set(PINNED) | {"acp", "gemini-acp", "qwen-acp"}
     for agent, package in PINNED.items():
         pinned = package.rsplit("@", 1)[1]
         row = rows[agent]

@@ -215,10 +215,10 @@ def test_a_command_to_an_offline_node_waits_and_runs_when_it_returns(
     assert "node box1 is offline since" in cancelled.stderr
     assert "the command will run when it returns" in cancelled.stderr
     assert agent_alive(box1, job)  # the agent keeps working meanwhile
+    told = why(state_dir, job)  # before box1 returns: it confirms within moments then
+    assert "cancel sent to box1" in told and "not confirmed yet" in told
     keyfile = box1.state.parent / "control.key"
     box1.run("--trust", str(keyfile), "--period", "5")
-    assert "cancel sent to box1" in why(state_dir, job)
-    assert "not confirmed yet" in why(state_dir, job)
     poll_until(lambda: not agent_alive(box1, job), 60, "cancelled on its return")
     assert status(box1.state, job) == "cancelled"
     # The command that sent it is long gone: the control room still hears it was done.
