@@ -29,6 +29,7 @@ STRUCTURED = {
     "codex": {Signal.STATUS_SEQUENCE: "blocked"},  # its notify repeats what OSC said: dropped
     "gemini": {Signal.HOOK: "Notification:ToolPermission"},
     "aider": {},
+    "qwen": {Signal.HOOK: "PermissionRequest"},
 }
 
 

@@ -19,6 +19,7 @@ APPROVALS = {
     "codex": "control-room: app-server (unix socket)",  # the pinned Codex's app-server
     "gemini": "keys only",
     "aider": "keys only",
+    "qwen": "control-room: permission hook",  # Claude's decision format (app/agents/qwen.py)
 }
 
 
