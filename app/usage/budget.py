@@ -325,6 +325,22 @@ GO_ON_PROMPT: Final = (
 )
 
 
+def set_budget_above_spend(registry: Registry, job_id: str, budget_micro: int) -> int:
+    """Give ``job_id`` a budget of ``budget_micro``, which must exceed what it spent
+    (else InvalidJobInput, one line); its day budget no longer stops it. Returns the
+    spend: `job resume --budget-usd` says both, for a paused job and any other."""
+    store = BudgetStore(registry.bus)
+    known = store.get(job_id)
+    spent = known.spent_micro_usd if known is not None else 0
+    if budget_micro <= spent:
+        raise InvalidJobInput(
+            f"--budget-usd {usd(budget_micro)} does not exceed the {usd(spent)} job "
+            f"{job_id} already spent"
+        )
+    store.set_budget(job_id, budget_micro, waive_day=True)
+    return spent
+
+
 def raise_budget(
     registry: Registry,
     state_dir: Path,
@@ -339,15 +355,7 @@ def raise_budget(
     Enter, which on a dialog would answer it); a dialog is left for the person.
     Says what was done."""
     job = registry.get(job_id)
-    store = BudgetStore(registry.bus)
-    known = store.get(job_id)
-    spent = known.spent_micro_usd if known is not None else 0
-    if budget_micro <= spent:
-        raise InvalidJobInput(
-            f"--budget-usd {usd(budget_micro)} does not exceed the {usd(spent)} job "
-            f"{job_id} already spent"
-        )
-    store.set_budget(job_id, budget_micro, waive_day=True)
+    spent = set_budget_above_spend(registry, job_id, budget_micro)
     line = f"budget {usd(budget_micro)} ({usd(spent)} spent)"
     source = budget_source(job)
     if job.activity != Activity.PAUSED or not (job.activity_source or "").startswith(

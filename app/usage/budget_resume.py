@@ -8,10 +8,9 @@ from typing import Protocol
 from app.settings import Settings
 from app.tmux.driver import TmuxDriver
 from app.tmux.errors import PaneNotFound
-from app.usage.budget import raise_budget
+from app.usage.budget import raise_budget, set_budget_above_spend
 from registry.activity import clean_text
 from registry.budget import BudgetStore, usd
-from registry.errors import InvalidJobInput
 from registry.jobs import Registry
 from registry.records import Job
 from registry.vocabulary import Activity, JobStatus, PauseReason
@@ -55,15 +54,7 @@ def resume_with_budget(orch: Resumable, job_id: str, budget_micro: int, reason: 
             orch.send_input(job_id, text, by="cli")
 
         return raise_budget(registry, orch.settings.state_dir, job_id, budget_micro, screen, go_on)
-    store = BudgetStore(registry.bus)
-    known = store.get(job_id)
-    spent = known.spent_micro_usd if known is not None else 0
-    if budget_micro <= spent:
-        raise InvalidJobInput(
-            f"--budget-usd {usd(budget_micro)} does not exceed the {usd(spent)} job "
-            f"{job_id} already spent"
-        )
-    store.set_budget(job_id, budget_micro, waive_day=True)
+    spent = set_budget_above_spend(registry, job_id, budget_micro)
     done = orch.resume_job(job_id, reason=reason)
     return f"{job_id}: {done.status}; budget {usd(budget_micro)} ({usd(spent)} spent)"
 
